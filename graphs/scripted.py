@@ -1,0 +1,84 @@
+"""A scripted chat model: replays fixed replies and records every prompt and ``stop`` it gets.
+
+It drives the offline demo and the benchmark, and the tests build their fakes on it. It is a
+real ``BaseChatModel``, so the graph cannot tell it from a provider's client.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field, PrivateAttr
+
+Reply = str | Callable[[list[BaseMessage]], str]
+
+DEMO_QUESTION = (
+    "How many years after the Eiffel Tower was completed did the Golden Gate Bridge open?"
+)
+DEMO_REPLIES: tuple[str, ...] = (
+    "Thought: I need the year the Eiffel Tower was completed.\nAction: search[Eiffel Tower]",
+    "Thought: The Eiffel Tower was completed in 1889. Now I need the year the Golden Gate "
+    "Bridge opened.\nAction: search[Golden Gate Bridge]",
+    "Thought: The Golden Gate Bridge opened in 1937. The difference is 1937 - 1889.\n"
+    "Action: calculator[1937-1889]",
+    "Thought: I now have enough information.\nFinal Answer: 48",
+)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Returns ``replies`` in order (a callable reply gets the prompt); raises when they run out.
+
+    ``honour_stop`` cuts each reply at the first stop sequence, as most providers do;
+    ``report_usage`` attaches usage metadata (about four characters a token).
+    """
+
+    replies: Sequence[Reply] = Field(default_factory=list)
+    honour_stop: bool = False
+    report_usage: bool = False
+    model_name: str = "scripted"
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+    _index: int = PrivateAttr(default=0)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _next_reply(self, messages: list[BaseMessage], stop: list[str] | None) -> str:
+        with self._lock:
+            index = self._index
+            self._index += 1
+            self.calls.append({"messages": list(messages), "stop": stop})
+        if index >= len(self.replies):
+            raise RuntimeError(f"the scripted model has only {len(self.replies)} replies")
+        reply = self.replies[index]
+        text = reply(list(messages)) if callable(reply) else reply
+        if self.honour_stop and stop:
+            for sequence in stop:
+                text = text.split(sequence, 1)[0]
+        return text
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = self._next_reply(messages, stop)
+        message = AIMessage(text)
+        if self.report_usage:
+            prompt = sum(len(str(m.content)) for m in messages) // 4 + 1
+            completion = len(text) // 4 + 1
+            message.usage_metadata = {
+                "input_tokens": prompt,
+                "output_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+        return ChatResult(generations=[ChatGeneration(message=message)])

@@ -1,0 +1,29 @@
+"""The transcript variant: the plain loop over the whole transcript, with a forced last answer
+at the turn cap."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END
+from langgraph.graph.state import CompiledStateGraph
+
+from graphs.assembly import core_builder
+from nodes.control import route_after_run_tool
+
+
+def build(
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    checkpointer: BaseCheckpointSaver | None = None,
+    **settings: Any,
+) -> CompiledStateGraph:
+    """Compile the transcript graph; ``settings`` are the keyword arguments of ``build_graph``."""
+    builder, _ = core_builder(model, tools, settings)
+    builder.add_conditional_edges("run_tool", route_after_run_tool)
+    builder.add_edge("force_answer", END)
+    return builder.compile(checkpointer=checkpointer, name="transcript")

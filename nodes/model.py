@@ -1,0 +1,88 @@
+"""Calling the model: the prompting node, the forced last answer, and token accounting."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from nodes import prompts
+from nodes.deps import Deps
+from nodes.parsing import clean_reply, parse_react
+from nodes.state import ModelReply, State
+from nodes.tokens import message_text
+from nodes.transcript import new_turn, render_prompt
+
+logger = logging.getLogger(__name__)
+
+STOP = [prompts.STOP_SEQUENCE]
+
+
+def _usage(message: AIMessage) -> tuple[int, int] | None:
+    usage = getattr(message, "usage_metadata", None)
+    if not usage:
+        return None
+    prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int) or prompt <= 0:
+        return None
+    return prompt, completion
+
+
+def invoke_model(deps: Deps, messages: list[BaseMessage], config: RunnableConfig) -> ModelReply:
+    """One model call with the stop sequence; the reply cleaned and its tokens counted."""
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("prompt:\n%s", "\n---\n".join(message_text(m) for m in messages))
+    started = time.perf_counter()
+    message = deps.model.invoke(messages, config, stop=STOP)
+    latency = time.perf_counter() - started
+    raw = message_text(message)
+    usage = _usage(message) if isinstance(message, AIMessage) else None
+    if usage is not None:
+        prompt_tokens, completion_tokens = usage
+        source = "usage"
+    else:
+        counter = deps.token_counter
+        prompt_tokens = counter(messages)
+        completion_tokens = counter([AIMessage(raw)]) - counter([])
+        source = getattr(counter, "source", "estimate")
+    return ModelReply(
+        raw=raw,
+        text=clean_reply(raw),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        token_source=source,
+        model_latency_s=latency,
+    )
+
+
+def call_model(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
+    """Render the model's view of the transcript and ask the model for the next turn."""
+    messages = render_prompt(state, deps.tool_descriptions)
+    return {"reply": invoke_model(deps, messages, config), "parsed": None}
+
+
+def force_answer(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
+    """At the turn cap: one last call that must answer; its answer ends the run."""
+    messages = render_prompt(state, deps.tool_descriptions)
+    messages.append(HumanMessage(prompts.FORCE_ANSWER))
+    reply = invoke_model(deps, messages, config)
+    parsed = parse_react(reply["text"], deps.action_names)
+    if parsed["kind"] == "answer":
+        answer = parsed["answer"]
+    elif parsed["kind"] == "invalid" and reply["text"]:
+        # Plain prose with no labels is the model answering in its own words.
+        answer = reply["text"]
+    else:
+        answer = None
+    turn = new_turn(state, "forced", reply=reply, parsed=parsed)
+    logger.info("turn cap reached; forced answer: %r", answer)
+    return {
+        "turns": [turn],
+        "reply": reply,
+        "parsed": parsed,
+        "answer": answer,
+        "status": "turn_limit",
+    }

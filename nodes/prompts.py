@@ -1,0 +1,63 @@
+"""Every text the model or the user reads: prompts and Observation templates, in one place.
+
+Templates use ``str.format`` fields; ``tests/test_prompts.py`` renders each one.
+"""
+
+from __future__ import annotations
+
+# The seed's prompt, verbatim; only its two {{placeholders}} became format fields.
+REACT_PROMPT = """Answer the question by interleaving Thought, Action and Observation.
+
+Available actions:
+{tool_descriptions}
+
+Use exactly this format:
+Thought: what you know and what you need next
+Action: tool_name[input]
+Observation: (written by the system, never by you)
+
+When you can answer, write:
+Thought: I now have enough information.
+Final Answer: your answer
+
+Rules:
+- One action per turn. Wait for the observation.
+- If an action fails, say why in your next Thought and try a different approach.
+- Do not answer from memory when a tool can verify the fact.
+
+Question: {question}"""
+
+TOOL_LINE = "{name}[input]: {description}"
+
+STOP_SEQUENCE = "Observation:"
+
+OBSERVATION = "Observation: {text}"
+
+FORCE_ANSWER = "You must answer now."
+
+TRUNCATION_MARKER = "\n[... {cut} of {total} characters cut ...]"
+
+# Corrective Observations for replies the parser could not act on.
+EMPTY_REPLY = (
+    "Your reply was empty. Write a Thought, then either an Action line "
+    "(Action: tool_name[input]) or a Final Answer line. Valid actions: {valid}."
+)
+NO_ACTION = (
+    "Invalid format: no Action or Final Answer found. Write exactly one line "
+    "'Action: tool_name[input]', or 'Final Answer: your answer'. Valid actions: {valid}."
+)
+UNKNOWN_TOOL = "Unknown action '{name}'. Valid actions: {valid}."
+MISSING_INPUT = (
+    "Invalid format: the action '{name}' has no input. Write it as {name}[input]. "
+    "Valid actions: {valid}."
+)
+TWO_ACTIONS = (
+    "Your reply has more than one action ({actions}). One action per turn: write one "
+    "Action line and wait for its Observation."
+)
+EMPTY_ANSWER = "Your Final Answer was empty. Write the answer after 'Final Answer:'."
+
+# Observations for tool calls that did not produce a result.
+TOOL_ERROR = "Error: {name} failed: {error}"
+TOOL_TIMEOUT = "Error: {name} timed out after {seconds:g} s. Try a different approach."
+TOOL_BAD_INPUT = "Error: {name} expects a JSON object with the keys {keys}; {problem}"

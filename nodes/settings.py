@@ -1,0 +1,96 @@
+"""The run's parameters: one typed object, checked once, and the per-run context overrides.
+
+``Settings`` is what nodes read (from the state, so a resumed run keeps the settings it started
+with). ``RunContext`` is the graph's context schema: every field optional, ``None`` meaning "the
+value given to ``build_graph``".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from typing_extensions import TypedDict
+
+
+class Settings(TypedDict):
+    """Effective parameters of one run."""
+
+    max_turns: int
+    """Turn cap; the run stops (or is forced to answer) after this many turns."""
+    tool_timeout: float
+    """Seconds a tool call may take before its Observation becomes a timeout error."""
+    max_observation_chars: int
+    """Observations longer than this are cut, with a marker saying how much was cut."""
+    stuck_repeats: int
+    """The same action with the same input this many times in a row ends the run as stuck."""
+    window_turns: int | None
+    """How many recent turns the model sees; None shows the whole transcript."""
+
+
+DEFAULTS = Settings(
+    max_turns=10,
+    tool_timeout=10.0,
+    max_observation_chars=2000,
+    stuck_repeats=3,
+    window_turns=None,
+)
+
+
+def _check_int(name: str, value: Any, minimum: int, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def make_settings(base: Settings = DEFAULTS, **overrides: Any) -> Settings:
+    """``base`` with ``overrides`` applied and checked; bad values raise TypeError/ValueError."""
+    unknown = set(overrides) - set(Settings.__annotations__)
+    if unknown:
+        raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    settings = Settings(**{**base, **overrides})  # type: ignore[typeddict-item]
+    _check_int("max_turns", settings["max_turns"], 1)
+    _check_int("max_observation_chars", settings["max_observation_chars"], 1)
+    _check_int("stuck_repeats", settings["stuck_repeats"], 2)
+    _check_int("window_turns", settings["window_turns"], 1, optional=True)
+    timeout = settings["tool_timeout"]
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"tool_timeout must be a number, got {type(timeout).__name__}")
+    if not (timeout > 0 and math.isfinite(timeout)):
+        raise ValueError(f"tool_timeout must be a positive number of seconds, got {timeout}")
+    settings["tool_timeout"] = float(timeout)
+    return settings
+
+
+def _describe(text: str) -> Any:
+    return field(default=None, metadata={"description": text})
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Per-run overrides of the settings given to ``build_graph``; None keeps the built value."""
+
+    max_turns: int | None = _describe("Turn cap for this run.")
+    tool_timeout: float | None = _describe("Seconds a tool call may take.")
+    max_observation_chars: int | None = _describe("Longest Observation kept before cutting.")
+    stuck_repeats: int | None = _describe("Identical actions in a row that end the run as stuck.")
+    window_turns: int | None = _describe("Recent turns the model sees (None: all).")
+
+    def overrides(self) -> dict[str, Any]:
+        """The fields this context sets, by name."""
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None
+        }
+
+
+def resolve_settings(defaults: Settings, context: RunContext | None) -> Settings:
+    """The run's effective settings: the built defaults with the context's overrides."""
+    if context is None:
+        return defaults
+    if not isinstance(context, RunContext):
+        raise TypeError(f"context must be a RunContext, got {type(context).__name__}")
+    return make_settings(defaults, **context.overrides())

@@ -1,0 +1,136 @@
+"""The one state type shared by every variant, and the records it holds.
+
+Everything here is a plain ``typing_extensions.TypedDict`` of JSON-friendly values, so the
+checkpointers serialise it without custom types and the LangGraph server can read the input
+schema on Python 3.11.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+from nodes.settings import Settings
+
+Status = Literal["answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"]
+TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
+TokenSource = Literal["usage", "tiktoken", "estimate"]
+
+
+class ParsedReply(TypedDict):
+    """What the parser read from one model reply; routers read this, never the raw text."""
+
+    kind: Literal["action", "answer", "invalid"]
+    """Which of the three readings the reply has."""
+    thought: str | None
+    """The reply's Thought, when it wrote one."""
+    action: str | None
+    """The tool name of an ``action`` reading (canonical spelling), else None."""
+    action_input: str | None
+    """The raw input string of an ``action`` reading, else None."""
+    answer: str | None
+    """The Final Answer text of an ``answer`` reading, else None."""
+    error: str | None
+    """For an ``invalid`` reading: the corrective text the model gets as its Observation."""
+
+
+class ModelReply(TypedDict):
+    """The latest model call's output, waiting to be parsed and completed into a turn."""
+
+    raw: str
+    """The reply exactly as the model returned it."""
+    text: str
+    """The reply as it enters the transcript: reasoning blocks removed, cut at 'Observation:'."""
+    prompt_tokens: int
+    """Tokens of the prompt sent for this call."""
+    completion_tokens: int
+    """Tokens of the reply."""
+    token_source: TokenSource
+    """Where the two counts came from: the provider's usage, tiktoken, or a character estimate."""
+    model_latency_s: float
+    """Wall time of the model call in seconds."""
+
+
+class Turn(TypedDict):
+    """One completed turn: a model call and what came of it."""
+
+    turn: int
+    """1-based turn number across the whole run (all windows)."""
+    kind: TurnKind
+    """``action`` ran a tool; ``invalid`` got a corrective Observation; ``answer`` ended the run;
+    ``stuck`` was a repeat that ended the run; ``forced`` is the last call at the turn cap."""
+    reply: str
+    """The model's raw reply."""
+    text: str
+    """The reply as the model sees it in later prompts (cleaned and cut)."""
+    thought: str | None
+    """The parsed Thought, if any."""
+    action: str | None
+    """The parsed tool name, if any."""
+    action_input: str | None
+    """The parsed tool input, if any."""
+    observation: str | None
+    """The Observation appended after this turn (already truncated), or None."""
+    tool_latency_s: float | None
+    """Wall time of the tool call in seconds, or None when no tool ran."""
+    model_latency_s: float
+    """Wall time of the model call in seconds."""
+    prompt_tokens: int
+    """Tokens of the prompt of this turn's model call."""
+    completion_tokens: int
+    """Tokens of this turn's reply."""
+    token_source: TokenSource
+    """Where the token counts came from."""
+
+
+class CompactionRecord(TypedDict):
+    """One compaction of the history into a summary (compaction variant)."""
+
+    turn: int
+    """Number of turns completed when the compaction ran."""
+    first_kept_turn: int
+    """Turn number of the first turn shown verbatim in the new window."""
+    tokens_before: int
+    """Prompt tokens before the compaction."""
+    tokens_after: int
+    """Prompt tokens of the fresh window."""
+    summary: str | None
+    """The summary, or None when the summarizer failed and older turns were dropped instead."""
+
+
+class InputState(TypedDict):
+    """What a caller passes to ``invoke``."""
+
+    question: str
+    """The question to answer."""
+
+
+class State(TypedDict):
+    """The whole state of one run. ``turns`` is the full, append-only transcript."""
+
+    question: str
+    """The question, kept verbatim for every prompt."""
+    settings: NotRequired[Settings]
+    """The run's effective settings: build defaults overridden by the run's context."""
+    thread_id: NotRequired[str]
+    """The checkpoint thread of the run, or a fresh id when the caller gave none."""
+    turns: NotRequired[Annotated[list[Turn], operator.add]]
+    """Every completed turn, in order. Appended to, never edited."""
+    reply: NotRequired[ModelReply | None]
+    """The latest model reply, between ``call_model`` and the node that completes the turn."""
+    parsed: NotRequired[ParsedReply | None]
+    """The parse of ``reply``."""
+    answer: NotRequired[str | None]
+    """The final answer, or None while running or when the run ended without one."""
+    status: NotRequired[Status | None]
+    """None while running; then how the run ended."""
+    notes: NotRequired[str | None]
+    """The current notes (notes variant); None where the variant keeps no notes."""
+    resumed_notes: NotRequired[bool]
+    """True when the notes were carried over from an earlier run on the same thread."""
+    compactions: NotRequired[Annotated[list[CompactionRecord], operator.add]]
+    """Every compaction of this run, in order (compaction variant)."""
+    summary: NotRequired[str | None]
+    """The latest summary, or None if no compaction produced one."""

@@ -1,0 +1,83 @@
+"""The model's view of the transcript, and the turn records that make up the transcript.
+
+``render_prompt`` is the one place that decides what the model sees. The variants differ only
+in what the state holds (notes, compactions) and in the settings (a window of recent turns).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from nodes import prompts
+from nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
+
+logger = logging.getLogger(__name__)
+
+
+def render_prompt(state: State, tool_descriptions: str) -> list[BaseMessage]:
+    """The messages for the next model call: the filled ReAct prompt, then the visible turns."""
+    messages: list[BaseMessage] = [
+        HumanMessage(
+            prompts.REACT_PROMPT.format(
+                tool_descriptions=tool_descriptions, question=state["question"]
+            )
+        )
+    ]
+    turns = state.get("turns") or []
+    window = state["settings"]["window_turns"]
+    if window is not None:
+        turns = turns[-window:]
+    for turn in turns:
+        messages.append(AIMessage(turn["text"] or "(empty reply)"))
+        if turn["observation"] is not None:
+            messages.append(HumanMessage(prompts.OBSERVATION.format(text=turn["observation"])))
+    return messages
+
+
+def new_turn(
+    state: State,
+    kind: TurnKind,
+    *,
+    reply: ModelReply,
+    parsed: ParsedReply | None,
+    observation: str | None = None,
+    tool_latency_s: float | None = None,
+) -> Turn:
+    """The record of the turn that ``reply`` started, numbered after the turns so far."""
+    turn = Turn(
+        turn=len(state.get("turns") or []) + 1,
+        kind=kind,
+        reply=reply["raw"],
+        text=reply["text"],
+        thought=parsed["thought"] if parsed else None,
+        action=parsed["action"] if parsed else None,
+        action_input=parsed["action_input"] if parsed else None,
+        observation=observation,
+        tool_latency_s=tool_latency_s,
+        model_latency_s=reply["model_latency_s"],
+        prompt_tokens=reply["prompt_tokens"],
+        completion_tokens=reply["completion_tokens"],
+        token_source=reply["token_source"],
+    )
+    log_turn(turn)
+    return turn
+
+
+def log_turn(turn: Turn) -> None:
+    """One INFO line of figures per turn, and the turn's text."""
+    latency = "-" if turn["tool_latency_s"] is None else f"{turn['tool_latency_s']:.3f}s"
+    logger.info(
+        "turn %d %s: tool %s, model %.3fs, tokens %d prompt + %d completion (%s)",
+        turn["turn"],
+        turn["kind"],
+        latency,
+        turn["model_latency_s"],
+        turn["prompt_tokens"],
+        turn["completion_tokens"],
+        turn["token_source"],
+    )
+    logger.info("turn %d reply:\n%s", turn["turn"], turn["text"])
+    if turn["observation"] is not None:
+        logger.info("turn %d observation:\n%s", turn["turn"], turn["observation"])

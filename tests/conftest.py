@@ -1,0 +1,59 @@
+"""Test-wide guards: no test reaches the network, and tiktoken reads the shared cache."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_SHARED_CACHE = Path(__file__).resolve().parents[1].parent / "shared" / "tiktoken-cache"
+if "TIKTOKEN_CACHE_DIR" not in os.environ and _SHARED_CACHE.is_dir():
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(_SHARED_CACHE)
+
+
+def _is_local(address: Any) -> bool:
+    if isinstance(address, tuple) and address:
+        host = address[0]
+    elif isinstance(address, str | bytes):
+        return True  # a Unix socket path
+    else:
+        return False
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Fail any test that tries to connect beyond loopback (a real model endpoint, a download)."""
+    attempts: list[Any] = []
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def guard(address: Any) -> None:
+        if not _is_local(address):
+            attempts.append(address)
+            raise ConnectionRefusedError(f"tests may not reach the network: {address!r}")
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        guard(address)
+        return real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> Any:
+        guard(address)
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+    if attempts:
+        pytest.fail(f"the test tried to reach the network: {attempts}")

@@ -1,0 +1,233 @@
+"""The transcript graph end to end, compiled fresh per test, with the scripted model."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs import build_graph
+from nodes.settings import RunContext
+from tests.fakes import ToolLog, action, add, answer, big, explode, fake_model, sleepy
+from tools import calculator, search_tools
+
+CONFIG = {"configurable": {"thread_id": "t1"}}
+
+
+def test_seed_eiffel_golden_gate_48() -> None:
+    log = ToolLog()
+    search, _lookup = search_tools()
+    model = fake_model(
+        "Action: search[Eiffel Tower]",
+        "Action: search[Golden Gate]",
+        "Action: calculator[1937-1889]",
+        "Final Answer: 48",
+    )
+    graph = build_graph("transcript", model=model, tools=[log.wrap(search), log.wrap(calculator)])
+    out = graph.invoke({"question": "How many years apart?"}, CONFIG)
+    assert len(model.calls) == 4
+    assert log.calls == [
+        ("search", "Eiffel Tower"),
+        ("search", "Golden Gate"),
+        ("calculator", "1937-1889"),
+    ]
+    assert out["answer"] == "48"
+    assert out["status"] == "answered"
+    assert "1889" in out["turns"][0]["observation"]
+    assert "1937" in out["turns"][1]["observation"]
+    assert out["turns"][2]["observation"] == "48"
+
+
+def test_turn_records_have_every_field() -> None:
+    log = ToolLog()
+    model = fake_model(action("echo", "hi"), answer("done"))
+    out = build_graph("transcript", model=model, tools=[log.echo()]).invoke({"question": "q"})
+    first, last = out["turns"]
+    assert first["turn"] == 1 and last["turn"] == 2
+    assert first["reply"] == action("echo", "hi")
+    assert (first["action"], first["action_input"]) == ("echo", "hi")
+    assert first["observation"] == "echo: hi"
+    assert first["tool_latency_s"] is not None and first["tool_latency_s"] >= 0
+    assert first["prompt_tokens"] > 0 and first["completion_tokens"] > 0
+    assert first["token_source"] == "tiktoken"
+    assert last["kind"] == "answer" and last["tool_latency_s"] is None
+    assert out["thread_id"]  # a fresh id when the caller gave none
+
+
+def test_every_call_gets_the_stop_sequence_and_the_reply_is_cut() -> None:
+    model = fake_model(
+        "Action: echo[a]\nObservation: invented by the model\nFinal Answer: wrong",
+        answer("right"),
+    )
+    log = ToolLog()
+    out = build_graph("transcript", model=model, tools=[log.echo()]).invoke({"question": "q"})
+    assert model.stops == [["Observation:"], ["Observation:"]]
+    assert out["answer"] == "right"
+    assert "invented" not in model.prompts[1]
+    assert "Observation: echo: a" in model.prompts[1]
+
+
+def test_turn_cap_forces_a_last_answer() -> None:
+    model = fake_model(*[action("echo", str(i)) for i in range(10)], answer("forced"))
+    log = ToolLog()
+    out = build_graph("transcript", model=model, tools=[log.echo()]).invoke({"question": "q"})
+    assert len(model.calls) == 11
+    assert "You must answer now." in model.prompts[-1]
+    assert "You must answer now." not in model.prompts[-2]
+    assert out["status"] == "turn_limit"
+    assert out["answer"] == "forced"
+    assert len(log.calls) == 10
+    assert out["turns"][-1]["kind"] == "forced" and out["turns"][-1]["turn"] == 11
+
+
+def test_turn_cap_prose_reply_is_the_answer_but_an_action_is_not() -> None:
+    prose = fake_model(action("echo", "1"), "It is probably 48.")
+    log = ToolLog()
+    out = build_graph("transcript", model=prose, tools=[log.echo()], max_turns=1).invoke(
+        {"question": "q"}
+    )
+    assert (out["status"], out["answer"]) == ("turn_limit", "It is probably 48.")
+    again = fake_model(action("echo", "1"), action("echo", "2"))
+    out = build_graph("transcript", model=again, tools=[log.echo()], max_turns=1).invoke(
+        {"question": "q"}
+    )
+    assert (out["status"], out["answer"]) == ("turn_limit", None)
+
+
+def test_same_action_three_times_is_stuck() -> None:
+    model = fake_model(*[action("echo", "same")] * 5)
+    log = ToolLog()
+    out = build_graph("transcript", model=model, tools=[log.echo()]).invoke({"question": "q"})
+    assert out["status"] == "stuck"
+    assert out["answer"] is None
+    assert len(model.calls) == 3
+    assert len(log.calls) == 2  # the third repeat is not run
+    assert out["turns"][-1]["kind"] == "stuck"
+
+
+def test_repeats_broken_by_another_action_are_not_stuck() -> None:
+    replies = [action("echo", "a"), action("echo", "a"), action("echo", "b"), action("echo", "a")]
+    model = fake_model(*replies, answer("ok"))
+    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke(
+        {"question": "q"}
+    )
+    assert out["status"] == "answered"
+
+
+def test_unknown_tool_gets_a_corrective_observation() -> None:
+    model = fake_model(action("wikipedia", "x"), answer("ok"))
+    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke(
+        {"question": "q"}
+    )
+    observation = out["turns"][0]["observation"]
+    assert "Unknown action 'wikipedia'" in observation and "echo" in observation
+    assert out["turns"][0]["kind"] == "invalid"
+    assert out["status"] == "answered"
+    assert "Unknown action 'wikipedia'" in model.prompts[1]
+
+
+def test_unparseable_reply_gets_a_corrective_observation() -> None:
+    model = fake_model("I am thinking about it.", answer("ok"))
+    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke(
+        {"question": "q"}
+    )
+    assert "Invalid format" in out["turns"][0]["observation"]
+    assert "Valid actions: echo" in out["turns"][0]["observation"]
+    assert out["status"] == "answered"
+
+
+def test_tool_exception_becomes_the_observation() -> None:
+    model = fake_model(action("explode", "x"), answer("ok"))
+    out = build_graph("transcript", model=model, tools=[explode]).invoke({"question": "q"})
+    assert out["turns"][0]["observation"] == "Error: explode failed: boom on x"
+    assert out["status"] == "answered"
+
+
+def test_tool_timeout_becomes_the_observation_and_the_run_goes_on() -> None:
+    model = fake_model(action("sleepy", "x"), answer("ok"))
+    graph = build_graph("transcript", model=model, tools=[sleepy], tool_timeout=0.2)
+    started = time.perf_counter()
+    out = graph.invoke({"question": "q"})
+    assert time.perf_counter() - started < 10  # far below the tool's 30 s sleep
+    assert "timed out after 0.2 s" in out["turns"][0]["observation"]
+    assert out["status"] == "answered"
+
+
+def test_long_observations_are_truncated_with_a_marker() -> None:
+    model = fake_model(action("big", "x"), answer("ok"))
+    out = build_graph("transcript", model=model, tools=[big], max_observation_chars=100).invoke(
+        {"question": "q"}
+    )
+    observation = out["turns"][0]["observation"]
+    assert observation.startswith("x" * 100)
+    assert "x" * 101 not in observation
+    assert "4900 of 5000 characters cut" in observation
+
+
+def test_multi_argument_tool_takes_a_json_object() -> None:
+    model = fake_model('Action: add[{"a": 2, "b": 3}]', "Action: add[2, 3]", answer("5"))
+    out = build_graph("transcript", model=model, tools=[add]).invoke({"question": "q"})
+    assert out["turns"][0]["observation"] == "5"
+    assert "expects a JSON object with the keys a, b" in out["turns"][1]["observation"]
+
+
+def test_usage_metadata_is_preferred_to_counting() -> None:
+    model = fake_model(answer("ok"), report_usage=True)
+    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke(
+        {"question": "q"}
+    )
+    assert out["turns"][0]["token_source"] == "usage"
+
+
+def test_a_new_question_on_a_finished_thread_starts_a_fresh_run() -> None:
+    model = fake_model(action("echo", "1"), answer("first"), answer("second"))
+    graph = build_graph(
+        "transcript", model=model, tools=[ToolLog().echo()], checkpointer=InMemorySaver()
+    )
+    graph.invoke({"question": "one"}, CONFIG)
+    out = graph.invoke({"question": "two"}, CONFIG)
+    assert out["answer"] == "second"
+    assert [t["turn"] for t in out["turns"]] == [1]
+    assert "one" not in model.prompts[-1].split("Question:")[-1]
+    assert out["thread_id"] == "t1"
+
+
+def test_run_context_overrides_the_built_settings() -> None:
+    model = fake_model(action("echo", "1"), answer("forced"))
+    graph = build_graph("transcript", model=model, tools=[ToolLog().echo()])
+    out = graph.invoke({"question": "q"}, context=RunContext(max_turns=1))
+    assert out["status"] == "turn_limit"
+    assert out["settings"]["max_turns"] == 1
+
+
+@pytest.mark.parametrize("variant", ["notes", "compaction"])
+def test_planned_variants_raise_a_clear_error(variant: str) -> None:
+    with pytest.raises(ValueError, match="not available yet"):
+        build_graph(variant, model=fake_model(), tools=[])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"max_turns": 0}, ValueError),
+        ({"max_turns": "10"}, TypeError),
+        ({"tool_timeout": -1}, ValueError),
+        ({"max_observation_chars": 0}, ValueError),
+        ({"stuck_repeats": 1}, ValueError),
+        ({"tools": [lambda x: x]}, TypeError),
+        ({"model": "gpt-4o"}, TypeError),
+    ],
+)
+def test_misuse_raises(kwargs: dict, error: type[Exception]) -> None:
+    arguments = {"model": fake_model(), "tools": [], **kwargs}
+    with pytest.raises(error):
+        build_graph("transcript", **arguments)
+
+
+def test_unknown_variant_and_empty_question() -> None:
+    with pytest.raises(ValueError, match="unknown variant"):
+        build_graph("nope", model=fake_model(), tools=[])
+    graph = build_graph("transcript", model=fake_model(), tools=[])
+    with pytest.raises(ValueError, match="question"):
+        graph.invoke({"question": "  "})
