@@ -68,9 +68,9 @@ def parse_react(text: str, tool_names: Iterable[str]) -> ParsedReply:
     labels, calls = _scan(text)
     thought = _thought(text, labels)
 
-    for match in labels:
+    for index, match in enumerate(labels):
         if _kind(match) == "final answer":
-            return _answer(match.group("rest") + text[match.end() :], thought)
+            return _answer(_section(text, labels, index), thought)
 
     calls = calls or _bare_calls(text, names)
     if not calls:

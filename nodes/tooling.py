@@ -3,9 +3,9 @@ truncation."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
-import threading
 import time
 from typing import Any
 
@@ -60,37 +60,29 @@ def _as_text(result: Any) -> str:
         return str(result)
 
 
-def call_tool(tool: BaseTool, tool_input: str, timeout: float, config: RunnableConfig) -> str:
-    """The tool's result as text; an error or a timeout comes back as its message, never raised.
+# Sync tools run on worker threads so a hung tool costs its timeout and no more (Python cannot
+# kill a thread; the worker is freed when the tool returns). Many workers, since hung ones stay.
+_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
 
-    The call runs in a daemon thread so a tool that hangs costs ``timeout`` seconds and no more;
-    the thread is abandoned, since Python cannot kill it.
-    """
+
+def call_tool(tool: BaseTool, tool_input: str, timeout: float, config: RunnableConfig) -> str:
+    """The tool's result as text; an error or a timeout comes back as its message, never raised."""
     try:
         arguments = tool_arguments(tool, tool_input)
     except ValueError as exc:
         return str(exc)
-    outcome: dict[str, Any] = {}
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            outcome["result"] = tool.invoke(arguments, config)
-        except Exception as exc:
-            outcome["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True).start()
-    if not done.wait(timeout):
+    future = _WORKERS.submit(tool.invoke, arguments, config)
+    try:
+        result = future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        future.cancel()  # still queued behind hung tools: never start it
         logger.warning("tool %s timed out after %.3g s", tool.name, timeout)
         return prompts.TOOL_TIMEOUT.format(name=tool.name, seconds=timeout)
-    if "error" in outcome:
-        error = outcome["error"]
+    except Exception as error:
         logger.warning("tool %s failed: %r", tool.name, error)
         detail = str(error) or type(error).__name__
         return prompts.TOOL_ERROR.format(name=tool.name, error=detail)
-    return _as_text(outcome["result"]) or "(no output)"
+    return _as_text(result) or "(no output)"
 
 
 def run_tool(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:

@@ -6,6 +6,7 @@ in what the state holds (notes, compactions) and in the settings (a window of re
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -16,23 +17,32 @@ from nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
 logger = logging.getLogger(__name__)
 
 
+# Messages are immutable values and a prompt is rebuilt every turn from the same turns: caching
+# them keeps a turn's cost independent of the transcript's length.
+@functools.lru_cache(maxsize=8192)
+def _turn_messages(text: str, observation: str | None) -> tuple[BaseMessage, ...]:
+    reply = AIMessage(text or "(empty reply)")
+    if observation is None:
+        return (reply,)
+    return (reply, HumanMessage(prompts.OBSERVATION.format(text=observation)))
+
+
+@functools.lru_cache(maxsize=256)
+def _opening(tool_descriptions: str, question: str) -> HumanMessage:
+    return HumanMessage(
+        prompts.REACT_PROMPT.format(tool_descriptions=tool_descriptions, question=question)
+    )
+
+
 def render_prompt(state: State, tool_descriptions: str) -> list[BaseMessage]:
     """The messages for the next model call: the filled ReAct prompt, then the visible turns."""
-    messages: list[BaseMessage] = [
-        HumanMessage(
-            prompts.REACT_PROMPT.format(
-                tool_descriptions=tool_descriptions, question=state["question"]
-            )
-        )
-    ]
+    messages: list[BaseMessage] = [_opening(tool_descriptions, state["question"])]
     turns = state.get("turns") or []
     window = state["settings"]["window_turns"]
     if window is not None:
         turns = turns[-window:]
     for turn in turns:
-        messages.append(AIMessage(turn["text"] or "(empty reply)"))
-        if turn["observation"] is not None:
-            messages.append(HumanMessage(prompts.OBSERVATION.format(text=turn["observation"])))
+        messages.extend(_turn_messages(turn["text"], turn["observation"]))
     return messages
 
 

@@ -16,12 +16,11 @@ if "TIKTOKEN_CACHE_DIR" not in os.environ and _SHARED_CACHE.is_dir():
 
 
 def _is_local(address: Any) -> bool:
-    if isinstance(address, tuple) and address:
-        host = address[0]
-    elif isinstance(address, str | bytes):
+    if isinstance(address, str | bytes):
         return True  # a Unix socket path
-    else:
+    if not isinstance(address, tuple) or not address:
         return False
+    host = address[0]
     if host in ("localhost", ""):
         return True
     try:

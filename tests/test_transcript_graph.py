@@ -109,17 +109,13 @@ def test_same_action_three_times_is_stuck() -> None:
 def test_repeats_broken_by_another_action_are_not_stuck() -> None:
     replies = [action("echo", "a"), action("echo", "a"), action("echo", "b"), action("echo", "a")]
     model = fake_model(*replies, answer("ok"))
-    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke(
-        {"question": "q"}
-    )
+    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke({"question": "q"})
     assert out["status"] == "answered"
 
 
 def test_unknown_tool_gets_a_corrective_observation() -> None:
     model = fake_model(action("wikipedia", "x"), answer("ok"))
-    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke(
-        {"question": "q"}
-    )
+    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke({"question": "q"})
     observation = out["turns"][0]["observation"]
     assert "Unknown action 'wikipedia'" in observation and "echo" in observation
     assert out["turns"][0]["kind"] == "invalid"
@@ -129,9 +125,7 @@ def test_unknown_tool_gets_a_corrective_observation() -> None:
 
 def test_unparseable_reply_gets_a_corrective_observation() -> None:
     model = fake_model("I am thinking about it.", answer("ok"))
-    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke(
-        {"question": "q"}
-    )
+    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke({"question": "q"})
     assert "Invalid format" in out["turns"][0]["observation"]
     assert "Valid actions: echo" in out["turns"][0]["observation"]
     assert out["status"] == "answered"
@@ -174,9 +168,7 @@ def test_multi_argument_tool_takes_a_json_object() -> None:
 
 def test_usage_metadata_is_preferred_to_counting() -> None:
     model = fake_model(answer("ok"), report_usage=True)
-    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke(
-        {"question": "q"}
-    )
+    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke({"question": "q"})
     assert out["turns"][0]["token_source"] == "usage"
 
 

@@ -1,0 +1,35 @@
+# Two commands do everything on a fresh machine with python3 (>= 3.11) and make:
+#   make demo   - set up .venv and run the offline demo
+#   make test   - set up .venv, lint, and run the tests
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SHARED_TIKTOKEN := $(abspath ../shared/tiktoken-cache)
+
+# tiktoken cannot download encodings on machines without internet; use the shared cache there.
+ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
+export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
+endif
+
+.PHONY: demo test bench lint format
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/reactgraph demo
+
+test: $(STAMP)
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m pytest
+
+bench: $(STAMP)
+	$(PYTHON) bench/bench.py
+
+format: $(STAMP)
+	$(PYTHON) -m ruff format .
+	$(PYTHON) -m ruff check --fix .

@@ -1,0 +1,180 @@
+"""reactgraph's benchmark: framework overhead per turn, side by side with the anchors.
+
+Run with ``make bench`` (or ``python bench/bench.py``). Every figure is measured in this one run
+on this machine; nothing here is a test. The model and tools are instant, so what is timed is
+the framework: graph steps, prompt building, parsing, token accounting and tool dispatch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from pydantic import PrivateAttr
+
+from graphs import build_graph
+from graphs.scripted import ScriptedChatModel
+
+QUESTION = "What do the echoes say?"
+
+
+@tool
+def echo(text: str) -> str:
+    """Returns its input."""
+    return f"echo {text}"
+
+
+def react_replies(turns: int) -> list[str]:
+    """The same script for every contender: ``turns`` actions, then a final answer."""
+    replies = [f"Thought: step {i}.\nAction: echo[{i}]" for i in range(turns)]
+    return [*replies, "Thought: I now have enough information.\nFinal Answer: done"]
+
+
+def run_ours(turns: int, usage: bool = True) -> int:
+    model = ScriptedChatModel(replies=react_replies(turns), report_usage=usage)
+    graph = build_graph("transcript", model=model, tools=[echo], max_turns=turns + 1)
+    out = graph.invoke({"question": QUESTION})
+    assert out["status"] == "answered", out["status"]
+    return len(model.calls)
+
+
+CLASSIC_PROMPT = """Answer the following questions as best you can. You have access to the \
+following tools:
+
+{tools}
+
+Use the following format:
+
+Question: the input question you must answer
+Thought: you should always think about what to do
+Action: the action to take, should be one of [{tool_names}]
+Action Input: the input to the action
+Observation: the result of the action
+... (this Thought/Action/Action Input/Observation can repeat N times)
+Thought: I now know the final answer
+Final Answer: the final answer to the original input question
+
+Begin!
+
+Question: {input}
+Thought:{agent_scratchpad}"""
+
+
+def run_classic(turns: int) -> int:
+    from langchain_classic.agents import AgentExecutor, create_react_agent
+    from langchain_core.prompts import PromptTemplate
+
+    replies = [f" step {i}.\nAction: echo\nAction Input: {i}" for i in range(turns)]
+    model = ScriptedChatModel(replies=[*replies, " I now know.\nFinal Answer: done"])
+    agent = create_react_agent(model, [echo], PromptTemplate.from_template(CLASSIC_PROMPT))
+    executor = AgentExecutor(agent=agent, tools=[echo], max_iterations=turns + 5)
+    out = executor.invoke({"input": QUESTION})
+    assert out["output"] == "done", out
+    return len(model.calls)
+
+
+class ToolCallingScript(BaseChatModel):
+    """The same script as tool calls, for the prebuilt tool-calling agent."""
+
+    turns: int
+    _index: int = PrivateAttr(default=0)
+
+    @property
+    def _llm_type(self) -> str:
+        return "tool-calling-script"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingScript:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        index = self._index
+        self._index += 1
+        if index < self.turns:
+            call = {"name": "echo", "args": {"text": str(index)}, "id": f"call-{index}"}
+            message = AIMessage(f"step {index}.", tool_calls=[call])
+        else:
+            message = AIMessage("done")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def run_prebuilt(turns: int) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+    model = ToolCallingScript(turns=turns)
+    agent = create_react_agent(model, [echo])
+    out = agent.invoke({"messages": [("user", QUESTION)]}, {"recursion_limit": 4 * turns + 10})
+    assert out["messages"][-1].content == "done"
+    return model._index
+
+
+CONTENDERS: dict[str, Callable[[int], int]] = {
+    "reactgraph transcript": run_ours,
+    "reactgraph transcript, tiktoken counts": lambda turns: run_ours(turns, usage=False),
+    "LangGraph prebuilt agent": run_prebuilt,
+    "classic AgentExecutor": run_classic,
+}
+
+
+def per_turn(run: Callable[[int], int], turns: int, repeats: int) -> float:
+    """Median seconds per model call over ``repeats`` whole runs."""
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        calls = run(turns)
+        samples.append((time.perf_counter() - started) / calls)
+    return statistics.median(samples)
+
+
+def bench_overhead(repeats: int) -> None:
+    print("## Framework overhead per turn (instant scripted model, instant tool)\n")
+    print("The model reports usage as providers do; the second row makes reactgraph count every")
+    print("prompt with tiktoken instead (the anchors count nothing).\n")
+    print("| contender | 40 turns (ms/turn) | 200 turns (ms/turn) |")
+    print("| --- | --- | --- |")
+    results: dict[str, dict[int, float]] = {}
+    for name, run in CONTENDERS.items():
+        run(3)  # warm imports and caches
+        results[name] = {n: per_turn(run, n, repeats) for n in (40, 200)}
+        row = results[name]
+        print(f"| {name} | {row[40] * 1000:.2f} | {row[200] * 1000:.2f} |")
+    ours, prebuilt = results["reactgraph transcript"], results["LangGraph prebuilt agent"]
+    classic = results["classic AgentExecutor"]
+    print()
+    for n in (40, 200):
+        print(
+            f"- {n} turns: reactgraph / prebuilt = {ours[n] / prebuilt[n]:.2f}x "
+            f"(goal <= 0.7x), reactgraph / classic = {ours[n] / classic[n]:.2f}x"
+        )
+    print()
+
+
+SECTIONS = {"overhead": bench_overhead}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("sections", nargs="*", help=f"any of: {', '.join(SECTIONS)} (default all)")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    unknown = set(args.sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    for section in args.sections or SECTIONS:
+        SECTIONS[section](args.repeats)
+
+
+if __name__ == "__main__":
+    main()

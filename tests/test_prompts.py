@@ -1,0 +1,52 @@
+"""Every prompt and Observation template renders with its fields."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+
+from nodes import prompts
+
+FIELDS = {
+    "tool_descriptions": "search[input]: look things up",
+    "question": "Q?",
+    "name": "search",
+    "description": "d",
+    "text": "t",
+    "cut": 1,
+    "total": 2,
+    "valid": "search",
+    "actions": "a[b], c[d]",
+    "error": "boom",
+    "seconds": 0.5,
+    "keys": "a, b",
+    "problem": "bad",
+}
+TEMPLATES = {
+    name: value
+    for name, value in vars(prompts).items()
+    if name.isupper() and isinstance(value, str)
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_template_renders(name: str) -> None:
+    template = TEMPLATES[name]
+    needed = {field for _, field, _, _ in string.Formatter().parse(template) if field}
+    assert needed <= set(FIELDS), f"{name} needs unknown fields {needed - set(FIELDS)}"
+    rendered = template.format(**FIELDS)
+    assert rendered.strip()
+    assert "{" not in rendered.replace("{x}", "")
+
+
+def test_react_prompt_is_the_seed_prompt() -> None:
+    rendered = prompts.REACT_PROMPT.format(tool_descriptions="T", question="Q")
+    assert rendered.startswith(
+        "Answer the question by interleaving Thought, Action and Observation."
+    )
+    assert "Available actions:\nT\n" in rendered
+    assert (
+        "Action: tool_name[input]\nObservation: (written by the system, never by you)" in rendered
+    )
+    assert rendered.endswith("Question: Q")
