@@ -9,11 +9,19 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
 
-from graphs import transcript
+from graphs import notes, transcript
 
-VARIANTS = ("transcript",)
-PLANNED = ("notes", "compaction")
+VARIANTS = ("transcript", "notes")
+PLANNED = ("compaction",)
+# Settings that only some variants use; passing one to another variant is a mistake.
+_ONLY = {
+    "window_turns": ("notes",),
+    "max_notes_chars": ("notes",),
+    "notes_dir": ("notes",),
+    "store": ("notes",),
+}
 
 
 def build_graph(
@@ -22,27 +30,47 @@ def build_graph(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
     checkpointer: BaseCheckpointSaver | None = None,
-    max_turns: int = 10,
+    store: BaseStore | None = None,
+    max_turns: int | None = None,
     tool_timeout: float = 10.0,
     max_observation_chars: int = 2000,
     stuck_repeats: int = 3,
+    window_turns: int | None = None,
+    max_notes_chars: int | None = None,
+    notes_dir: str | None = None,
 ) -> CompiledStateGraph:
     """Build and compile one variant of the ReAct loop.
 
-    ``graph.invoke({"question": ...}, config)`` returns the state, whose ``answer``, ``status``
-    and ``turns`` are the result. Bad arguments raise ``TypeError`` or ``ValueError``.
+    ``max_turns`` defaults to 10 (transcript) or 40 (notes); ``window_turns`` to 8,
+    ``max_notes_chars`` to 4000 and ``notes_dir`` to "runs/notes" (notes). ``store`` keeps the
+    notes in a LangGraph store instead of files. ``graph.invoke({"question": ...}, config)``
+    returns the state, whose ``answer``, ``status`` and ``turns`` are the result. Bad arguments
+    raise ``TypeError`` or ``ValueError``.
     """
-    settings: dict[str, Any] = {
+    optional = {
         "max_turns": max_turns,
+        "window_turns": window_turns,
+        "max_notes_chars": max_notes_chars,
+        "notes_dir": notes_dir,
+        "store": store,
+    }
+    given = {name: value for name, value in optional.items() if value is not None}
+    if variant in PLANNED:
+        raise ValueError(f"the {variant!r} variant is not available yet; use one of {VARIANTS}")
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose one of: {', '.join(VARIANTS)}")
+    misplaced = [name for name in given if variant not in _ONLY.get(name, (variant,))]
+    if misplaced:
+        raise ValueError(f"{', '.join(misplaced)} do(es) not apply to the {variant!r} variant")
+    settings: dict[str, Any] = {
         "tool_timeout": tool_timeout,
         "max_observation_chars": max_observation_chars,
         "stuck_repeats": stuck_repeats,
+        **given,
     }
-    if variant == "transcript":
-        return transcript.build(model, tools, checkpointer, **settings)
-    if variant in PLANNED:
-        raise ValueError(f"the {variant!r} variant is not available yet; use 'transcript'")
-    raise ValueError(f"unknown variant {variant!r}; choose one of: {', '.join(VARIANTS)}")
+    if variant == "notes":
+        return notes.build(model, tools, checkpointer, **settings)
+    return transcript.build(model, tools, checkpointer, **settings)
 
 
 __all__ = ["VARIANTS", "build_graph"]

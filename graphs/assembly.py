@@ -10,9 +10,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import START, StateGraph
 
-from nodes.control import parse_reply, route_after_parse_reply, start_run
+from nodes.control import parse_reply, start_run
 from nodes.deps import Deps, TokenCounterFn, make_deps
-from nodes.model import call_model, force_answer
+from nodes.model import call_model
 from nodes.settings import DEFAULTS, RunContext, Settings, make_settings
 from nodes.state import InputState, State
 from nodes.tooling import run_tool
@@ -27,8 +27,8 @@ def core_builder(
     extra_actions: Sequence[tuple[str, str]] = (),
     base: Settings = DEFAULTS,
 ) -> tuple[StateGraph, Deps]:
-    """A graph with the shared nodes and edges: start_run -> call_model -> parse_reply, then
-    either the final-answer/stuck exit or run_tool. Variants add the rest of the wiring."""
+    """A graph with the shared nodes and the shared edges: START -> start_run and
+    call_model -> parse_reply. Variants add their own nodes and the rest of the wiring."""
     deps = make_deps(
         model,
         tools,
@@ -41,9 +41,6 @@ def core_builder(
     builder.add_node("call_model", partial(call_model, deps=deps))
     builder.add_node("parse_reply", partial(parse_reply, deps=deps))
     builder.add_node("run_tool", partial(run_tool, deps=deps))
-    builder.add_node("force_answer", partial(force_answer, deps=deps))
     builder.add_edge(START, "start_run")
-    builder.add_edge("start_run", "call_model")
     builder.add_edge("call_model", "parse_reply")
-    builder.add_conditional_edges("parse_reply", route_after_parse_reply)
     return builder, deps

@@ -61,3 +61,20 @@ EMPTY_ANSWER = "Your Final Answer was empty. Write the answer after 'Final Answe
 TOOL_ERROR = "Error: {name} failed: {error}"
 TOOL_TIMEOUT = "Error: {name} timed out after {seconds:g} s. Try a different approach."
 TOOL_BAD_INPUT = "Error: {name} expects a JSON object with the keys {keys}; {problem}"
+
+# The notes variant.
+UPDATE_NOTES_DESCRIPTION = (
+    "replace your notes (plan, findings with sources, next steps) with the text; at most "
+    "{limit} characters. Older turns drop out of view, the notes stay."
+)
+NOTES_BLOCK = "Your notes (kept across turns; replace them with update_notes[text]):\n{notes}"
+NOTES_EMPTY = "(empty)"
+NOTES_RESUMED = (
+    "These notes were saved by an earlier run on this thread. Continue from them; do not redo "
+    "the work they record."
+)
+NOTES_SAVED = "notes saved"
+NOTES_TOO_LONG = (
+    "Notes not saved: they are {length} characters, over the limit of {limit}. Write a shorter "
+    "version (keep the plan, the facts with sources and the next step); the old notes stay."
+)

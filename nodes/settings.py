@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
+from os import PathLike
 from typing import Any
 
 from typing_extensions import TypedDict
@@ -27,6 +28,10 @@ class Settings(TypedDict):
     """The same action with the same input this many times in a row ends the run as stuck."""
     window_turns: int | None
     """How many recent turns the model sees; None shows the whole transcript."""
+    max_notes_chars: int
+    """Longest notes text update_notes accepts (notes variant)."""
+    notes_dir: str
+    """Folder of the notes files, one ``<thread_id>.md`` each (notes variant)."""
 
 
 DEFAULTS = Settings(
@@ -35,6 +40,8 @@ DEFAULTS = Settings(
     max_observation_chars=2000,
     stuck_repeats=3,
     window_turns=None,
+    max_notes_chars=4000,
+    notes_dir="runs/notes",
 )
 
 
@@ -57,6 +64,11 @@ def make_settings(base: Settings = DEFAULTS, **overrides: Any) -> Settings:
     _check_int("max_observation_chars", settings["max_observation_chars"], 1)
     _check_int("stuck_repeats", settings["stuck_repeats"], 2)
     _check_int("window_turns", settings["window_turns"], 1, optional=True)
+    _check_int("max_notes_chars", settings["max_notes_chars"], 1)
+    notes_dir = settings["notes_dir"]
+    if not isinstance(notes_dir, str | PathLike):
+        raise TypeError(f"notes_dir must be a path, got {type(notes_dir).__name__}")
+    settings["notes_dir"] = str(notes_dir)
     timeout = settings["tool_timeout"]
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise TypeError(f"tool_timeout must be a number, got {type(timeout).__name__}")

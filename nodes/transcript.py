@@ -34,9 +34,19 @@ def _opening(tool_descriptions: str, question: str) -> HumanMessage:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _notes_message(notes: str, resumed: bool) -> HumanMessage:
+    block = prompts.NOTES_BLOCK.format(notes=notes if notes.strip() else prompts.NOTES_EMPTY)
+    return HumanMessage(f"{prompts.NOTES_RESUMED}\n{block}" if resumed else block)
+
+
 def render_prompt(state: State, tool_descriptions: str) -> list[BaseMessage]:
-    """The messages for the next model call: the filled ReAct prompt, then the visible turns."""
+    """The messages for the next model call: the filled ReAct prompt, the notes when the run
+    keeps notes, then the visible turns (the last ``window_turns``, or all)."""
     messages: list[BaseMessage] = [_opening(tool_descriptions, state["question"])]
+    notes = state.get("notes")
+    if notes is not None:
+        messages.append(_notes_message(notes, bool(state.get("resumed_notes"))))
     turns = state.get("turns") or []
     window = state["settings"]["window_turns"]
     if window is not None:

@@ -22,6 +22,9 @@ FIELDS = {
     "seconds": 0.5,
     "keys": "a, b",
     "problem": "bad",
+    "notes": "[x] A",
+    "limit": 4000,
+    "length": 5000,
 }
 TEMPLATES = {
     name: value
