@@ -160,7 +160,50 @@ def bench_overhead(repeats: int) -> None:
     print()
 
 
-SECTIONS = {"overhead": bench_overhead}
+@tool
+def page(text: str) -> str:
+    """Returns a 2,000-character page."""
+    return (f"page {text}: " + "lorem ipsum dolor sit amet " * 80)[:2000]
+
+
+def long_run_prompts(variant: str, turns: int = 40) -> list[int]:
+    """Prompt tokens of every model call over a scripted run of ``turns`` turns."""
+    replies = []
+    for i in range(turns):
+        if variant == "notes" and i % 8 == 0:
+            notes = "\n".join(f"- [x] page {j}: fact {j} (source: page[{j}])" for j in range(i))
+            replies.append(f"Thought: record progress.\nAction: update_notes[{notes[:3900]}]")
+        else:
+            replies.append(f"Thought: read the next page.\nAction: page[{i}]")
+    model = ScriptedChatModel(replies=[*replies, "Final Answer: done"])
+    graph = build_graph(
+        variant, model=model, tools=[page], max_turns=turns, max_observation_chars=2000
+    )
+    out = graph.invoke({"question": "Summarise every page."})
+    return [turn["prompt_tokens"] for turn in out["turns"]]
+
+
+def bench_prompt_tokens(repeats: int) -> None:
+    print("## Prompt tokens per call, 40-turn scripted run, 2,000-character observations\n")
+    runs = {variant: long_run_prompts(variant) for variant in ("transcript", "notes")}
+    marks = [1, 8, 9, 10, 20, 30, 40]
+    print("| variant | " + " | ".join(f"call {m}" for m in marks) + " | largest |")
+    print("| --- |" + " --- |" * (len(marks) + 1))
+    for variant, prompts in runs.items():
+        cells = " | ".join(str(prompts[m - 1]) for m in marks)
+        print(f"| {variant} | {cells} | {max(prompts)} |")
+    transcript, notes = runs["transcript"], runs["notes"]
+    print(
+        f"\n- notes largest / transcript largest = {max(notes) / max(transcript):.2f} "
+        "(goal <= 0.25)"
+    )
+    print(
+        f"- notes after turn 8: {min(notes[8:])}..{max(notes[8:])} tokens (flat: bounded by "
+        "the prompt, the notes limit and 8 turns)\n"
+    )
+
+
+SECTIONS = {"overhead": bench_overhead, "prompt-tokens": bench_prompt_tokens}
 
 
 def main() -> None:
