@@ -11,16 +11,21 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from graphs import notes, transcript
+from graphs import compaction, notes, transcript
+from nodes.deps import TokenCounterFn
 
-VARIANTS = ("transcript", "notes")
-PLANNED = ("compaction",)
+VARIANTS = ("transcript", "notes", "compaction")
 # Settings that only some variants use; passing one to another variant is a mistake.
 _ONLY = {
     "window_turns": ("notes",),
     "max_notes_chars": ("notes",),
     "notes_dir": ("notes",),
     "store": ("notes",),
+    "compaction_threshold": ("compaction",),
+    "keep_turns": ("compaction",),
+    "context_window": ("compaction",),
+    "token_counter": ("compaction",),
+    "summarizer": ("compaction",),
 }
 
 
@@ -38,14 +43,22 @@ def build_graph(
     window_turns: int | None = None,
     max_notes_chars: int | None = None,
     notes_dir: str | None = None,
+    compaction_threshold: float | None = None,
+    keep_turns: int | None = None,
+    context_window: int | None = None,
+    token_counter: TokenCounterFn | None = None,
+    summarizer: BaseChatModel | None = None,
 ) -> CompiledStateGraph:
     """Build and compile one variant of the ReAct loop.
 
-    ``max_turns`` defaults to 10 (transcript) or 40 (notes); ``window_turns`` to 8,
-    ``max_notes_chars`` to 4000 and ``notes_dir`` to "runs/notes" (notes). ``store`` keeps the
-    notes in a LangGraph store instead of files. ``graph.invoke({"question": ...}, config)``
-    returns the state, whose ``answer``, ``status`` and ``turns`` are the result. Bad arguments
-    raise ``TypeError`` or ``ValueError``.
+    ``max_turns`` defaults to 10 (transcript), 40 (notes) or 60 (compaction). Notes:
+    ``window_turns`` 8, ``max_notes_chars`` 4000, ``notes_dir`` "runs/notes", and ``store`` to
+    keep the notes in a LangGraph store instead of files. Compaction: ``compaction_threshold``
+    0.75, ``keep_turns`` 3, ``context_window`` looked up from the model's name (else 128,000),
+    ``token_counter`` tiktoken, ``summarizer`` the model itself.
+
+    ``graph.invoke({"question": ...}, config)`` returns the state, whose ``answer``, ``status``
+    and ``turns`` are the result. Bad arguments raise ``TypeError`` or ``ValueError``.
     """
     optional = {
         "max_turns": max_turns,
@@ -53,10 +66,13 @@ def build_graph(
         "max_notes_chars": max_notes_chars,
         "notes_dir": notes_dir,
         "store": store,
+        "compaction_threshold": compaction_threshold,
+        "keep_turns": keep_turns,
+        "context_window": context_window,
+        "token_counter": token_counter,
+        "summarizer": summarizer,
     }
     given = {name: value for name, value in optional.items() if value is not None}
-    if variant in PLANNED:
-        raise ValueError(f"the {variant!r} variant is not available yet; use one of {VARIANTS}")
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose one of: {', '.join(VARIANTS)}")
     misplaced = [name for name in given if variant not in _ONLY.get(name, (variant,))]
@@ -70,6 +86,8 @@ def build_graph(
     }
     if variant == "notes":
         return notes.build(model, tools, checkpointer, **settings)
+    if variant == "compaction":
+        return compaction.build(model, tools, checkpointer, **settings)
     return transcript.build(model, tools, checkpointer, **settings)
 
 

@@ -78,3 +78,30 @@ NOTES_TOO_LONG = (
     "Notes not saved: they are {length} characters, over the limit of {limit}. Write a shorter "
     "version (keep the plan, the facts with sources and the next step); the old notes stay."
 )
+
+# The compaction variant.
+PROGRESS = "## Progress so far\n{summary}"
+SUMMARY_REQUEST = """You are compacting the working memory of an agent that answers a question \
+with tools. Its transcript no longer fits its context window. Summarize the earlier part so the \
+agent can go on from your summary alone.
+
+The question (kept verbatim elsewhere, do not restate it): {question}
+
+{previous}The earlier transcript, to summarize:
+{dropped}
+
+The most recent turns, shown for context only. They stay in the agent's view word for word, so \
+do not repeat them, and do not list what they already did as a next step:
+{kept}
+
+Write these sections, in this order, with "None" where a section is empty:
+## Goal
+## Facts found (each with its source: the action and input that found it)
+## Decisions made
+## Dead ends and errors
+## Next step
+
+Be specific: keep numbers, names and dates exactly. At most {max_words} words."""
+SUMMARY_PREVIOUS = "The summary of even earlier work:\n{summary}\n\n"
+SUMMARY_NONE = "(none)"
+TRANSCRIPT_TURN = "{text}\nObservation: {observation}"

@@ -32,6 +32,12 @@ class Settings(TypedDict):
     """Longest notes text update_notes accepts (notes variant)."""
     notes_dir: str
     """Folder of the notes files, one ``<thread_id>.md`` each (notes variant)."""
+    compaction_threshold: float
+    """Compact when the prompt reaches this share of the context window (compaction variant)."""
+    keep_turns: int
+    """Recent turns kept verbatim through a compaction (compaction variant)."""
+    context_window: int
+    """The model's context window in tokens (compaction variant)."""
 
 
 DEFAULTS = Settings(
@@ -42,6 +48,9 @@ DEFAULTS = Settings(
     window_turns=None,
     max_notes_chars=4000,
     notes_dir="runs/notes",
+    compaction_threshold=0.75,
+    keep_turns=3,
+    context_window=128_000,
 )
 
 
@@ -69,6 +78,14 @@ def make_settings(base: Settings = DEFAULTS, **overrides: Any) -> Settings:
     if not isinstance(notes_dir, str | PathLike):
         raise TypeError(f"notes_dir must be a path, got {type(notes_dir).__name__}")
     settings["notes_dir"] = str(notes_dir)
+    _check_int("keep_turns", settings["keep_turns"], 0)
+    _check_int("context_window", settings["context_window"], 1)
+    threshold = settings["compaction_threshold"]
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise TypeError(f"compaction_threshold must be a number, got {type(threshold).__name__}")
+    if not 0 < threshold <= 1:
+        raise ValueError(f"compaction_threshold must be in (0, 1], got {threshold}")
+    settings["compaction_threshold"] = float(threshold)
     timeout = settings["tool_timeout"]
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise TypeError(f"tool_timeout must be a number, got {type(timeout).__name__}")

@@ -40,18 +40,35 @@ def _notes_message(notes: str, resumed: bool) -> HumanMessage:
     return HumanMessage(f"{prompts.NOTES_RESUMED}\n{block}" if resumed else block)
 
 
+@functools.lru_cache(maxsize=64)
+def _progress_message(summary: str) -> HumanMessage:
+    return HumanMessage(prompts.PROGRESS.format(summary=summary))
+
+
+def visible_turns(state: State) -> list[Turn]:
+    """The turns of the current window: those since the latest compaction, then the last
+    ``window_turns`` of them (all when it is None)."""
+    turns = state.get("turns") or []
+    compactions = state.get("compactions") or []
+    if compactions:
+        first = compactions[-1]["first_kept_turn"]
+        # Turn numbers are 1-based positions in the append-only transcript.
+        turns = turns[first - 1 :]
+    window = state["settings"]["window_turns"]
+    return turns[-window:] if window is not None else turns
+
+
 def render_prompt(state: State, tool_descriptions: str) -> list[BaseMessage]:
     """The messages for the next model call: the filled ReAct prompt, the notes when the run
-    keeps notes, then the visible turns (the last ``window_turns``, or all)."""
+    keeps notes, the summary when the run was compacted, then the visible turns."""
     messages: list[BaseMessage] = [_opening(tool_descriptions, state["question"])]
     notes = state.get("notes")
     if notes is not None:
         messages.append(_notes_message(notes, bool(state.get("resumed_notes"))))
-    turns = state.get("turns") or []
-    window = state["settings"]["window_turns"]
-    if window is not None:
-        turns = turns[-window:]
-    for turn in turns:
+    summary = state.get("summary")
+    if summary is not None and state.get("compactions"):
+        messages.append(_progress_message(summary))
+    for turn in visible_turns(state):
         messages.extend(_turn_messages(turn["text"], turn["observation"]))
     return messages
 

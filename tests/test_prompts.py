@@ -25,6 +25,12 @@ FIELDS = {
     "notes": "[x] A",
     "limit": 4000,
     "length": 5000,
+    "summary": "s",
+    "previous": "",
+    "dropped": "d",
+    "kept": "k",
+    "max_words": 300,
+    "observation": "o",
 }
 TEMPLATES = {
     name: value

@@ -193,12 +193,6 @@ def test_run_context_overrides_the_built_settings() -> None:
     assert out["settings"]["max_turns"] == 1
 
 
-@pytest.mark.parametrize("variant", ["compaction"])
-def test_planned_variants_raise_a_clear_error(variant: str) -> None:
-    with pytest.raises(ValueError, match="not available yet"):
-        build_graph(variant, model=fake_model(), tools=[])
-
-
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [

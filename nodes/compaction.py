@@ -1,0 +1,177 @@
+"""The compaction variant's node: when the prompt nears the context window, summarize the
+history and go on in a fresh window (question, summary, last turns verbatim)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END
+
+from nodes import control, prompts
+from nodes.deps import Deps, TokenCounterFn
+from nodes.state import CompactionRecord, State, Turn
+from nodes.tokens import message_text
+from nodes.tooling import truncate
+from nodes.transcript import render_prompt, visible_turns
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_MAX_WORDS = 400
+SUMMARY_MAX_CHARS = 4000
+FALLBACK_WINDOW = 128_000
+# Context windows of common models, matched by the longest prefix of the model's name.
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-3.5-turbo": 16_385,
+    "gpt-4": 8_192,
+    "gpt-4-32k": 32_768,
+    "gpt-4-turbo": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "claude": 200_000,
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-1.5-flash": 1_048_576,
+    "gemini-2": 1_048_576,
+    "llama-3": 128_000,
+    "llama3": 128_000,
+    "mistral-large": 128_000,
+    "qwen2.5": 32_768,
+    "deepseek": 128_000,
+}
+
+
+def context_window_for(model_name: str | None) -> int:
+    """The known context window of a model, or 128,000 with a warning."""
+    name = (model_name or "").lower().split("/")[-1]
+    matches = [prefix for prefix in CONTEXT_WINDOWS if name.startswith(prefix)]
+    if matches:
+        return CONTEXT_WINDOWS[max(matches, key=len)]
+    logger.warning(
+        "context window of model %r unknown; assuming %d tokens (pass context_window=)",
+        model_name,
+        FALLBACK_WINDOW,
+    )
+    return FALLBACK_WINDOW
+
+
+@dataclass(frozen=True)
+class Compactor:
+    """What compaction needs besides the core deps: the counter and the summarizer."""
+
+    counter: TokenCounterFn
+    summarizer: BaseChatModel
+
+
+def _as_text(turns: list[Turn]) -> str:
+    parts = []
+    for turn in turns:
+        if turn["observation"] is None:
+            parts.append(turn["text"])
+        else:
+            parts.append(
+                prompts.TRANSCRIPT_TURN.format(text=turn["text"], observation=turn["observation"])
+            )
+    return "\n\n".join(parts) or prompts.SUMMARY_NONE
+
+
+def summary_request(
+    question: str, previous: str | None, dropped: list[Turn], kept: list[Turn]
+) -> str:
+    """The summarizer's prompt: the whole dropped part, the kept turns marked as context."""
+    return prompts.SUMMARY_REQUEST.format(
+        question=question,
+        previous=prompts.SUMMARY_PREVIOUS.format(summary=previous) if previous else "",
+        dropped=_as_text(dropped),
+        kept=_as_text(kept),
+        max_words=SUMMARY_MAX_WORDS,
+    )
+
+
+def summarize(summarizer: BaseChatModel, request: str, config: RunnableConfig) -> str | None:
+    """The summary, trying twice; None when both attempts fail (an error is never a summary)."""
+    for attempt in (1, 2):
+        try:
+            reply = summarizer.invoke([HumanMessage(request)], config)
+        except Exception as error:
+            logger.warning("summarizer failed (attempt %d of 2): %r", attempt, error)
+            continue
+        text = message_text(reply).strip()
+        if text:
+            return truncate(text, SUMMARY_MAX_CHARS)
+        logger.warning("summarizer returned nothing (attempt %d of 2)", attempt)
+    return None
+
+
+def compact_history(
+    state: State, config: RunnableConfig, *, deps: Deps, compactor: Compactor
+) -> dict[str, Any]:
+    """Before each model call: below the threshold do nothing; at or above it, summarize all
+    but the last ``keep_turns`` turns (or, if the summarizer fails twice, drop the oldest half)
+    and start a fresh window. A fresh window still over the threshold ends the run."""
+    settings = state["settings"]
+    limit = settings["compaction_threshold"] * settings["context_window"]
+    before = compactor.counter(render_prompt(state, deps.tool_descriptions))
+    if before < limit:
+        return {}
+    window = visible_turns(state)
+    done = len(state.get("turns") or [])
+    keep = min(settings["keep_turns"], len(window))
+    dropped, kept = window[: len(window) - keep], window[len(window) - keep :]
+    if not dropped:
+        # Only the kept turns are left: nothing can be summarized without losing them.
+        logger.warning(
+            "context exhausted: %d tokens with only %d turn(s) in view", before, len(window)
+        )
+        return {"status": "context_exhausted"}
+    request = summary_request(state["question"], state.get("summary"), dropped, kept)
+    summary = summarize(compactor.summarizer, request, config)
+    if summary is not None:
+        first_kept = kept[0]["turn"] if kept else done + 1
+    else:
+        # No summary: drop the oldest half of the window instead (at least one turn).
+        cut = max(1, len(window) // 2)
+        first_kept = window[cut]["turn"] if cut < len(window) else done + 1
+        logger.warning("no summary was made; dropped the oldest %d turn(s) instead", cut)
+    record = CompactionRecord(
+        turn=done, first_kept_turn=first_kept, tokens_before=before, tokens_after=0, summary=summary
+    )
+    fresh: State = {
+        **state,
+        "compactions": [*(state.get("compactions") or []), record],
+        "summary": summary if summary is not None else state.get("summary"),
+    }
+    record["tokens_after"] = compactor.counter(render_prompt(fresh, deps.tool_descriptions))
+    logger.info(
+        "compaction after turn %d: %d -> %d prompt tokens (limit %d)%s",
+        done,
+        before,
+        record["tokens_after"],
+        limit,
+        "" if summary else ", no summary",
+    )
+    update: dict[str, Any] = {"compactions": [record], "summary": fresh["summary"]}
+    if record["tokens_after"] >= limit:
+        logger.warning(
+            "context exhausted: the fresh window is still %d tokens", record["tokens_after"]
+        )
+        update["status"] = "context_exhausted"
+    return update
+
+
+def route_after_compact_history(state: State) -> Literal["call_model", "__end__"]:
+    """Go on to the model, or end when even a fresh window does not fit."""
+    return END if state.get("status") == "context_exhausted" else "call_model"
+
+
+def route_after_run_tool(state: State) -> Literal["compact_history", "force_answer"]:
+    """Check the context before the next call, or at the turn cap make the forced last call."""
+    at_cap = control.route_after_run_tool(state) == "force_answer"
+    return "force_answer" if at_cap else "compact_history"
