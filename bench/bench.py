@@ -8,6 +8,7 @@ the framework: graph steps, prompt building, parsing, token accounting and tool 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import statistics
 import time
@@ -127,35 +128,37 @@ CONTENDERS: dict[str, Callable[[int], int]] = {
 }
 
 
-def per_turn(run: Callable[[int], int], turns: int, repeats: int) -> float:
-    """Median seconds per model call over ``repeats`` whole runs."""
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        calls = run(turns)
-        samples.append((time.perf_counter() - started) / calls)
-    return statistics.median(samples)
+def per_turn(run: Callable[[int], int], turns: int) -> float:
+    """Seconds per model call of one whole run."""
+    started = time.perf_counter()
+    calls = run(turns)
+    return (time.perf_counter() - started) / calls
 
 
 def bench_overhead(repeats: int) -> None:
     print("## Framework overhead per turn (instant scripted model, instant tool)\n")
     print("The model reports usage as providers do; the second row makes reactgraph count every")
-    print("prompt with tiktoken instead (the anchors count nothing).\n")
+    print("prompt with tiktoken instead (the anchors count nothing). Contenders take turns within")
+    print(f"each of {repeats} rounds, so machine noise hits them alike; medians shown.\n")
+    samples: dict[tuple[str, int], list[float]] = {}
+    for run in CONTENDERS.values():
+        run(3)  # warm imports and caches
+    for _ in range(repeats):
+        for name, run in CONTENDERS.items():
+            for n in (40, 200):
+                samples.setdefault((name, n), []).append(per_turn(run, n))
+    result = {key: statistics.median(values) for key, values in samples.items()}
     print("| contender | 40 turns (ms/turn) | 200 turns (ms/turn) |")
     print("| --- | --- | --- |")
-    results: dict[str, dict[int, float]] = {}
-    for name, run in CONTENDERS.items():
-        run(3)  # warm imports and caches
-        results[name] = {n: per_turn(run, n, repeats) for n in (40, 200)}
-        row = results[name]
-        print(f"| {name} | {row[40] * 1000:.2f} | {row[200] * 1000:.2f} |")
-    ours, prebuilt = results["reactgraph transcript"], results["LangGraph prebuilt agent"]
-    classic = results["classic AgentExecutor"]
+    for name in CONTENDERS:
+        print(f"| {name} | {result[name, 40] * 1000:.2f} | {result[name, 200] * 1000:.2f} |")
     print()
     for n in (40, 200):
+        ours = result["reactgraph transcript", n]
         print(
-            f"- {n} turns: reactgraph / prebuilt = {ours[n] / prebuilt[n]:.2f}x "
-            f"(goal <= 0.7x), reactgraph / classic = {ours[n] / classic[n]:.2f}x"
+            f"- {n} turns: reactgraph / prebuilt = "
+            f"{ours / result['LangGraph prebuilt agent', n]:.2f}x (goal <= 0.7x), "
+            f"reactgraph / classic = {ours / result['classic AgentExecutor', n]:.2f}x"
         )
     print()
 
@@ -166,8 +169,16 @@ def page(text: str) -> str:
     return (f"page {text}: " + "lorem ipsum dolor sit amet " * 80)[:2000]
 
 
-def long_run_prompts(variant: str, turns: int = 40) -> list[int]:
-    """Prompt tokens of every model call over a scripted run of ``turns`` turns."""
+SUMMARY = (
+    "## Goal\nSummarise every page.\n## Facts found\n"
+    + "\n".join(f"- page {i}: lorem ipsum (page[{i}])" for i in range(12))
+    + "\n## Decisions made\nNone\n## Dead ends and errors\nNone\n## Next step\nRead on."
+)
+COMPACTION_WINDOW = 16_000
+
+
+def long_run(variant: str, turns: int) -> dict[str, Any]:
+    """A scripted run of ``turns`` turns over 2,000-character pages; returns the final state."""
     replies = []
     for i in range(turns):
         if variant == "notes" and i % 8 == 0:
@@ -176,22 +187,34 @@ def long_run_prompts(variant: str, turns: int = 40) -> list[int]:
         else:
             replies.append(f"Thought: read the next page.\nAction: page[{i}]")
     model = ScriptedChatModel(replies=[*replies, "Final Answer: done"])
+    extra: dict[str, Any] = {}
+    if variant == "compaction":
+        extra = {
+            "context_window": COMPACTION_WINDOW,
+            "summarizer": ScriptedChatModel(replies=[SUMMARY] * turns),
+        }
     graph = build_graph(
-        variant, model=model, tools=[page], max_turns=turns, max_observation_chars=2000
+        variant, model=model, tools=[page], max_turns=turns, max_observation_chars=2000, **extra
     )
-    out = graph.invoke({"question": "Summarise every page."})
+    return graph.invoke({"question": "Summarise every page."})
+
+
+def prompt_tokens(out: dict[str, Any]) -> list[int]:
     return [turn["prompt_tokens"] for turn in out["turns"]]
 
 
-def bench_prompt_tokens(repeats: int) -> None:
-    print("## Prompt tokens per call, 40-turn scripted run, 2,000-character observations\n")
-    runs = {variant: long_run_prompts(variant) for variant in ("transcript", "notes")}
-    marks = [1, 8, 9, 10, 20, 30, 40]
+def print_prompt_table(runs: dict[str, list[int]], marks: list[int]) -> None:
     print("| variant | " + " | ".join(f"call {m}" for m in marks) + " | largest |")
     print("| --- |" + " --- |" * (len(marks) + 1))
     for variant, prompts in runs.items():
         cells = " | ".join(str(prompts[m - 1]) for m in marks)
         print(f"| {variant} | {cells} | {max(prompts)} |")
+
+
+def bench_prompt_tokens(repeats: int) -> None:
+    print("## Prompt tokens per call, 40-turn scripted run, 2,000-character observations\n")
+    runs = {v: prompt_tokens(long_run(v, 40)) for v in ("transcript", "notes")}
+    print_prompt_table(runs, [1, 8, 9, 10, 20, 30, 40])
     transcript, notes = runs["transcript"], runs["notes"]
     print(
         f"\n- notes largest / transcript largest = {max(notes) / max(transcript):.2f} "
@@ -203,7 +226,76 @@ def bench_prompt_tokens(repeats: int) -> None:
     )
 
 
-SECTIONS = {"overhead": bench_overhead, "prompt-tokens": bench_prompt_tokens}
+def bench_compaction(repeats: int) -> None:
+    import tiktoken
+
+    from nodes import compaction
+
+    print("## Compaction: the token check, and prompt tokens on a 60-turn run\n")
+    timings: list[float] = []
+    real = compaction.compact_history
+
+    @functools.wraps(real)  # keeps the signature, so LangGraph still passes `config`
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        result = real(*args, **kwargs)
+        timings.append(time.perf_counter() - started)
+        return result
+
+    encoding = tiktoken.get_encoding("cl100k_base")
+    samples: dict[int, list[float]] = {5: [], 60: []}
+    naive: dict[int, list[float]] = {5: [], 60: []}
+    compaction.compact_history = timed
+    try:
+        for _ in range(repeats):
+            timings.clear()
+            model = ScriptedChatModel(
+                replies=[f"Thought: next.\nAction: page[{i}]" for i in range(60)] + ["done"]
+            )
+            graph = build_graph(
+                "compaction", model=model, tools=[page], max_turns=60, context_window=10_000_000
+            )
+            graph.invoke({"question": "Summarise every page."})
+            for call in (5, 60):
+                samples[call].append(timings[call - 1])
+                text = "\n".join(str(m.content) for m in model.calls[call - 1]["messages"])
+                started = time.perf_counter()
+                encoding.encode(text, disallowed_special=())
+                naive[call].append(time.perf_counter() - started)
+    finally:
+        compaction.compact_history = real
+    check = {call: statistics.median(values) * 1e3 for call, values in samples.items()}
+    recount = {call: statistics.median(values) * 1e3 for call, values in naive.items()}
+    print("| check before call | cached check (ms) | re-counting the whole prompt (ms) |")
+    print("| --- | --- | --- |")
+    for call in (5, 60):
+        print(f"| {call} | {check[call]:.3f} | {recount[call]:.3f} |")
+    print(
+        f"\n- turn 60 / turn 5: cached {check[60] / check[5]:.2f}x (goal <= 2x), "
+        f"re-counting {recount[60] / recount[5]:.2f}x\n"
+    )
+
+    outs = {v: long_run(v, 60) for v in ("transcript", "notes", "compaction")}
+    runs = {v: prompt_tokens(out) for v, out in outs.items()}
+    print(
+        f"Same 60-turn script; compaction with a {COMPACTION_WINDOW:,}-token window "
+        f"(threshold {int(COMPACTION_WINDOW * 0.75):,}):\n"
+    )
+    print_prompt_table(runs, [1, 10, 20, 30, 40, 50, 60])
+    records = outs["compaction"]["compactions"]
+    under = all(tokens < COMPACTION_WINDOW * 0.75 for tokens in runs["compaction"])
+    print(
+        f"\n- compactions after turns {[r['turn'] for r in records]}, tokens "
+        f"{[(r['tokens_before'], r['tokens_after']) for r in records]}"
+    )
+    print(f"- every compaction prompt under the threshold: {'yes' if under else 'NO'}\n")
+
+
+SECTIONS = {
+    "overhead": bench_overhead,
+    "prompt-tokens": bench_prompt_tokens,
+    "compaction": bench_compaction,
+}
 
 
 def main() -> None:

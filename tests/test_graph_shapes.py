@@ -1,0 +1,63 @@
+"""Each variant has the designed nodes, and its exits are conditional edges in the drawing."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphs import build_graph
+from tests.fakes import fake_model
+
+SHAPES = {
+    "transcript": (
+        {"start_run", "call_model", "parse_reply", "run_tool", "force_answer"},
+        {
+            ("parse_reply", "__end__"),
+            ("parse_reply", "run_tool"),
+            ("run_tool", "call_model"),
+            ("run_tool", "force_answer"),
+        },
+    ),
+    "notes": (
+        {
+            "start_run",
+            "load_notes",
+            "call_model",
+            "parse_reply",
+            "run_tool",
+            "update_notes",
+            "stop_run",
+        },
+        {
+            ("parse_reply", "__end__"),
+            ("parse_reply", "run_tool"),
+            ("parse_reply", "update_notes"),
+            ("run_tool", "call_model"),
+            ("run_tool", "stop_run"),
+            ("update_notes", "call_model"),
+            ("update_notes", "stop_run"),
+        },
+    ),
+    "compaction": (
+        {"start_run", "compact_history", "call_model", "parse_reply", "run_tool", "force_answer"},
+        {
+            ("compact_history", "__end__"),
+            ("compact_history", "call_model"),
+            ("parse_reply", "__end__"),
+            ("parse_reply", "run_tool"),
+            ("run_tool", "compact_history"),
+            ("run_tool", "force_answer"),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(SHAPES))
+def test_nodes_and_conditional_exits(variant: str) -> None:
+    nodes, conditional = SHAPES[variant]
+    drawing = build_graph(variant, model=fake_model(), tools=[]).get_graph()
+    assert set(drawing.nodes) - {"__start__", "__end__"} == nodes
+    edges = {(e.source, e.target) for e in drawing.edges if e.conditional}
+    assert edges == conditional
+    mermaid = drawing.draw_mermaid()
+    for source, target in conditional:
+        assert f"{source} -.-> {target};" in mermaid
