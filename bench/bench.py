@@ -291,10 +291,98 @@ def bench_compaction(repeats: int) -> None:
     print(f"- every compaction prompt under the threshold: {'yes' if under else 'NO'}\n")
 
 
+LATENCY_S, BATCH_TURNS, BATCH_RUNS = 0.2, 5, 100
+
+
+def batch_reply(messages: list[BaseMessage]) -> str:
+    """Each conversation takes ``BATCH_TURNS - 1`` calculator actions, then answers."""
+    done = sum(str(m.content).startswith("Observation:") for m in messages)
+    if done >= BATCH_TURNS - 1:
+        return "Thought: I now have enough information.\nFinal Answer: done"
+    return f"Thought: step {done}.\nAction: calculator[{done}+1]"
+
+
+async def time_batches(graph: Any, repeats: int) -> tuple[float, float]:
+    """Median wall time of one run alone and of ``BATCH_RUNS`` runs at once (one event loop:
+    an HTTP client's connection pool belongs to its loop)."""
+    from graphs.batch import run_many
+
+    async def batch(count: int) -> float:
+        started = time.perf_counter()
+        async for result in run_many(graph, [f"q{i}" for i in range(count)], concurrency=count):
+            assert result["status"] == "answered", result
+        return time.perf_counter() - started
+
+    await batch(2)  # warm imports and clients
+    singles = [await batch(1) for _ in range(3)]
+    many = [await batch(BATCH_RUNS) for _ in range(max(1, repeats // 2))]
+    return statistics.median(singles), statistics.median(many)
+
+
+def bench_concurrency(repeats: int) -> None:
+    import asyncio
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from graphs.models import chat_model
+    from tools import calculator
+
+    floor = BATCH_TURNS * LATENCY_S  # one run's model latency: its critical path
+    rows = {}
+    scripted = ScriptedChatModel(
+        replies=[batch_reply] * 10_000, latency_s=LATENCY_S, report_usage=True
+    )
+    graph = build_graph("transcript", model=scripted, tools=[calculator])
+    cpu = time.process_time()
+    rows["graph alone (scripted async model)"] = asyncio.run(time_batches(graph, repeats))
+    graph_cpu = time.process_time() - cpu
+    # The server runs in its own process, as a real one would: it does not share our GIL.
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("serve.py")),
+            str(LATENCY_S),
+            str(BATCH_TURNS),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = server.stdout.readline().strip()
+        http = build_graph(
+            "transcript", model=chat_model("gpt-4o-mini", base_url=url), tools=[calculator]
+        )
+        cpu = time.process_time()
+        rows["over HTTP (ChatOpenAI, local server)"] = asyncio.run(time_batches(http, repeats))
+        http_cpu = time.process_time() - cpu
+    finally:
+        server.terminate()
+        server.wait(10)
+    turns = (2 + 3 + BATCH_RUNS * max(1, repeats // 2)) * BATCH_TURNS
+    print(
+        f"## Many runs at once: {BATCH_RUNS} concurrent runs of {BATCH_TURNS} turns, "
+        f"{LATENCY_S * 1000:.0f} ms per model call, ainvoke\n"
+    )
+    print("| model | one run (s) | 100 at once (s) | batch / one | overhead of the batch |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, (single, wall) in rows.items():
+        print(
+            f"| {name} | {single:.3f} | {wall:.3f} | {wall / single:.2f}x | "
+            f"{wall - floor:.3f} s = {(wall - floor) / wall:.1%} of wall |"
+        )
+    print("\n- goals: batch within 1.5x of one run; overhead under 2% of wall")
+    print(
+        f"- CPU per turn in this process: graph alone {graph_cpu / turns * 1000:.2f} ms, "
+        f"over HTTP {http_cpu / turns * 1000:.2f} ms\n"
+    )
+
+
 SECTIONS = {
     "overhead": bench_overhead,
     "prompt-tokens": bench_prompt_tokens,
     "compaction": bench_compaction,
+    "concurrency": bench_concurrency,
 }
 
 

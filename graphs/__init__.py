@@ -40,6 +40,7 @@ def build_graph(
     tool_timeout: float = 10.0,
     max_observation_chars: int = 2000,
     stuck_repeats: int = 3,
+    model_retries: int = 3,
     window_turns: int | None = None,
     max_notes_chars: int | None = None,
     notes_dir: str | None = None,
@@ -82,6 +83,7 @@ def build_graph(
         "tool_timeout": tool_timeout,
         "max_observation_chars": max_observation_chars,
         "stuck_repeats": stuck_repeats,
+        "model_retries": model_retries,
         **given,
     }
     if variant == "notes":

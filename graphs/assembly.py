@@ -7,15 +7,41 @@ from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import START, StateGraph
 
 from nodes.control import parse_reply, start_run
 from nodes.deps import Deps, TokenCounterFn, make_deps
-from nodes.model import call_model
+from nodes.model import acall_model, call_model
 from nodes.settings import DEFAULTS, RunContext, Settings, make_settings
 from nodes.state import InputState, State
-from nodes.tooling import run_tool
+from nodes.tooling import arun_tool, run_tool
+
+
+class Twin(Runnable[dict[str, Any], dict[str, Any]]):
+    """A node with a sync and an async body: ``invoke`` runs one, ``ainvoke`` the other, so
+    ``ainvoke``/``astream`` never park a model call or a tool in a thread."""
+
+    def __init__(self, name: str, sync: Any, async_: Any) -> None:
+        self.name = name
+        self._sync = sync
+        self._async = async_
+
+    def invoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        return self._sync(input, config or {})
+
+    async def ainvoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        return await self._async(input, config or {})
+
+
+def twin(name: str, sync: Any, async_: Any, **bound: Any) -> Twin:
+    """A ``Twin`` node with the same keyword arguments bound into both bodies."""
+    return Twin(name, partial(sync, **bound), partial(async_, **bound))
 
 
 def core_builder(
@@ -38,9 +64,9 @@ def core_builder(
     )
     builder = StateGraph(State, context_schema=RunContext, input_schema=InputState)
     builder.add_node("start_run", partial(start_run, deps=deps))
-    builder.add_node("call_model", partial(call_model, deps=deps))
+    builder.add_node("call_model", twin("call_model", call_model, acall_model, deps=deps))
     builder.add_node("parse_reply", partial(parse_reply, deps=deps))
-    builder.add_node("run_tool", partial(run_tool, deps=deps))
+    builder.add_node("run_tool", twin("run_tool", run_tool, arun_tool, deps=deps))
     builder.add_edge(START, "start_run")
     builder.add_edge("call_model", "parse_reply")
     return builder, deps

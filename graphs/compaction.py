@@ -4,7 +4,6 @@ nears the context window and going on in a fresh window."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -13,11 +12,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
-from graphs.assembly import core_builder
+from graphs.assembly import core_builder, twin
 from nodes import compaction
 from nodes.control import route_after_parse_reply
 from nodes.deps import TokenCounterFn, model_name
-from nodes.model import force_answer
+from nodes.model import aforce_answer, force_answer
 
 DEFAULTS: dict[str, Any] = {"max_turns": 60}
 
@@ -44,9 +43,16 @@ def build(
         counter=token_counter or deps.token_counter, summarizer=summarizer or model
     )
     builder.add_node(
-        "compact_history", partial(compaction.compact_history, deps=deps, compactor=compactor)
+        "compact_history",
+        twin(
+            "compact_history",
+            compaction.compact_history,
+            compaction.acompact_history,
+            deps=deps,
+            compactor=compactor,
+        ),
     )
-    builder.add_node("force_answer", partial(force_answer, deps=deps))
+    builder.add_node("force_answer", twin("force_answer", force_answer, aforce_answer, deps=deps))
     builder.add_edge("start_run", "compact_history")
     builder.add_conditional_edges("compact_history", compaction.route_after_compact_history)
     builder.add_conditional_edges("parse_reply", route_after_parse_reply)

@@ -6,11 +6,13 @@ real ``BaseChatModel``, so the graph cannot tell it from a provider's client.
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -35,12 +37,14 @@ class ScriptedChatModel(BaseChatModel):
     """Returns ``replies`` in order (a callable reply gets the prompt); raises when they run out.
 
     ``honour_stop`` cuts each reply at the first stop sequence, as most providers do;
-    ``report_usage`` attaches usage metadata (about four characters a token).
+    ``report_usage`` attaches usage metadata (about four characters a token); ``latency_s``
+    makes each call take that long (``asyncio.sleep`` under ``ainvoke``).
     """
 
     replies: Sequence[Reply] = Field(default_factory=list)
     honour_stop: bool = False
     report_usage: bool = False
+    latency_s: float = 0.0
     model_name: str = "scripted"
     calls: list[dict[str, Any]] = Field(default_factory=list)
     _index: int = PrivateAttr(default=0)
@@ -64,14 +68,7 @@ class ScriptedChatModel(BaseChatModel):
                 text = text.split(sequence, 1)[0]
         return text
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        text = self._next_reply(messages, stop)
+    def _result(self, messages: list[BaseMessage], text: str) -> ChatResult:
         message = AIMessage(text)
         if self.report_usage:
             prompt = sum(len(str(m.content)) for m in messages) // 4 + 1
@@ -82,3 +79,25 @@ class ScriptedChatModel(BaseChatModel):
                 "total_tokens": prompt + completion,
             }
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        return self._result(messages, self._next_reply(messages, stop))
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        return self._result(messages, self._next_reply(messages, stop))

@@ -4,7 +4,6 @@ at the turn cap."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -13,9 +12,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
-from graphs.assembly import core_builder
+from graphs.assembly import core_builder, twin
 from nodes.control import route_after_parse_reply, route_after_run_tool
-from nodes.model import force_answer
+from nodes.model import aforce_answer, force_answer
 
 DEFAULTS: dict[str, Any] = {"max_turns": 10}
 
@@ -28,7 +27,7 @@ def build(
 ) -> CompiledStateGraph:
     """Compile the transcript graph; ``settings`` are the keyword arguments of ``build_graph``."""
     builder, deps = core_builder(model, tools, {**DEFAULTS, **settings})
-    builder.add_node("force_answer", partial(force_answer, deps=deps))
+    builder.add_node("force_answer", twin("force_answer", force_answer, aforce_answer, deps=deps))
     builder.add_edge("start_run", "call_model")
     builder.add_conditional_edges("parse_reply", route_after_parse_reply)
     builder.add_conditional_edges("run_tool", route_after_run_tool)

@@ -95,34 +95,57 @@ def summary_request(
     )
 
 
+def _summary_of(reply: Any, attempt: int) -> str | None:
+    text = message_text(reply).strip()
+    if not text:
+        logger.warning("summarizer returned nothing (attempt %d of 2)", attempt)
+        return None
+    return truncate(text, SUMMARY_MAX_CHARS)
+
+
 def summarize(summarizer: BaseChatModel, request: str, config: RunnableConfig) -> str | None:
     """The summary, trying twice; None when both attempts fail (an error is never a summary)."""
     for attempt in (1, 2):
         try:
-            reply = summarizer.invoke([HumanMessage(request)], config)
+            summary = _summary_of(summarizer.invoke([HumanMessage(request)], config), attempt)
         except Exception as error:
             logger.warning("summarizer failed (attempt %d of 2): %r", attempt, error)
             continue
-        text = message_text(reply).strip()
-        if text:
-            return truncate(text, SUMMARY_MAX_CHARS)
-        logger.warning("summarizer returned nothing (attempt %d of 2)", attempt)
+        if summary is not None:
+            return summary
     return None
 
 
-def compact_history(
-    state: State, config: RunnableConfig, *, deps: Deps, compactor: Compactor
-) -> dict[str, Any]:
-    """Before each model call: below the threshold do nothing; at or above it, summarize all
-    but the last ``keep_turns`` turns (or, if the summarizer fails twice, drop the oldest half)
-    and start a fresh window. A fresh window still over the threshold ends the run."""
+async def asummarize(summarizer: BaseChatModel, request: str, config: RunnableConfig) -> str | None:
+    """The async twin of ``summarize``."""
+    for attempt in (1, 2):
+        try:
+            reply = await summarizer.ainvoke([HumanMessage(request)], config)
+        except Exception as error:
+            logger.warning("summarizer failed (attempt %d of 2): %r", attempt, error)
+            continue
+        summary = _summary_of(reply, attempt)
+        if summary is not None:
+            return summary
+    return None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    before: int
+    window: list[Turn]
+    kept: list[Turn]
+    request: str
+
+
+def _plan(state: State, deps: Deps, compactor: Compactor) -> _Plan | dict[str, Any]:
+    """What to compact, or the update to return when nothing (more) can be done."""
     settings = state["settings"]
     limit = settings["compaction_threshold"] * settings["context_window"]
     before = compactor.counter(render_prompt(state, deps.tool_descriptions))
     if before < limit:
         return {}
     window = visible_turns(state)
-    done = len(state.get("turns") or [])
     keep = min(settings["keep_turns"], len(window))
     dropped, kept = window[: len(window) - keep], window[len(window) - keep :]
     if not dropped:
@@ -132,16 +155,27 @@ def compact_history(
         )
         return {"status": "context_exhausted"}
     request = summary_request(state["question"], state.get("summary"), dropped, kept)
-    summary = summarize(compactor.summarizer, request, config)
+    return _Plan(before=before, window=window, kept=kept, request=request)
+
+
+def _compacted(
+    state: State, deps: Deps, compactor: Compactor, plan: _Plan, summary: str | None
+) -> dict[str, Any]:
+    """The fresh window's record; ``context_exhausted`` when even it does not fit."""
+    done = len(state.get("turns") or [])
     if summary is not None:
-        first_kept = kept[0]["turn"] if kept else done + 1
+        first_kept = plan.kept[0]["turn"] if plan.kept else done + 1
     else:
         # No summary: drop the oldest half of the window instead (at least one turn).
-        cut = max(1, len(window) // 2)
-        first_kept = window[cut]["turn"] if cut < len(window) else done + 1
+        cut = max(1, len(plan.window) // 2)
+        first_kept = plan.window[cut]["turn"] if cut < len(plan.window) else done + 1
         logger.warning("no summary was made; dropped the oldest %d turn(s) instead", cut)
     record = CompactionRecord(
-        turn=done, first_kept_turn=first_kept, tokens_before=before, tokens_after=0, summary=summary
+        turn=done,
+        first_kept_turn=first_kept,
+        tokens_before=plan.before,
+        tokens_after=0,
+        summary=summary,
     )
     fresh: State = {
         **state,
@@ -149,10 +183,12 @@ def compact_history(
         "summary": summary if summary is not None else state.get("summary"),
     }
     record["tokens_after"] = compactor.counter(render_prompt(fresh, deps.tool_descriptions))
+    settings = state["settings"]
+    limit = settings["compaction_threshold"] * settings["context_window"]
     logger.info(
         "compaction after turn %d: %d -> %d prompt tokens (limit %d)%s",
         done,
-        before,
+        plan.before,
         record["tokens_after"],
         limit,
         "" if summary else ", no summary",
@@ -164,6 +200,30 @@ def compact_history(
         )
         update["status"] = "context_exhausted"
     return update
+
+
+def compact_history(
+    state: State, config: RunnableConfig, *, deps: Deps, compactor: Compactor
+) -> dict[str, Any]:
+    """Before each model call: below the threshold do nothing; at or above it, summarize all
+    but the last ``keep_turns`` turns (or, if the summarizer fails twice, drop the oldest half)
+    and start a fresh window. A fresh window still over the threshold ends the run."""
+    plan = _plan(state, deps, compactor)
+    if isinstance(plan, dict):
+        return plan
+    summary = summarize(compactor.summarizer, plan.request, config)
+    return _compacted(state, deps, compactor, plan, summary)
+
+
+async def acompact_history(
+    state: State, config: RunnableConfig, *, deps: Deps, compactor: Compactor
+) -> dict[str, Any]:
+    """The async twin of ``compact_history``."""
+    plan = _plan(state, deps, compactor)
+    if isinstance(plan, dict):
+        return plan
+    summary = await asummarize(compactor.summarizer, plan.request, config)
+    return _compacted(state, deps, compactor, plan, summary)
 
 
 def route_after_compact_history(state: State) -> Literal["call_model", "__end__"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -10,8 +11,11 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 
 from nodes import prompts
+from nodes.providers import ModelCaller
 from nodes.settings import Settings
 from nodes.tokens import TokenCounter
+
+logger = logging.getLogger(__name__)
 
 TokenCounterFn = Callable[[Sequence[BaseMessage]], int]
 
@@ -41,6 +45,7 @@ class Deps:
     defaults: Settings
     tool_descriptions: str
     token_counter: TokenCounterFn
+    caller: ModelCaller
     extra_actions: tuple[str, ...] = field(default=())
 
     @property
@@ -69,6 +74,9 @@ def make_deps(
         if tool.name in by_name or tool.name in dict(extra_actions):
             raise ValueError(f"two actions are named {tool.name!r}")
         by_name[tool.name] = tool
+    if getattr(model, "request_timeout", 0) is None:
+        # ChatOpenAI waits forever by default; a hung provider would hang the run.
+        logger.warning("the model has no request timeout; set one (graphs.models.chat_model does)")
     if token_counter is not None and not callable(token_counter):
         raise TypeError("token_counter must be callable: token_counter(messages) -> int")
     return Deps(
@@ -77,5 +85,8 @@ def make_deps(
         defaults=defaults,
         tool_descriptions=describe_tools(tools, extra_actions),
         token_counter=token_counter or TokenCounter(model_name(model)),
+        caller=ModelCaller(
+            model, model_name(model), defaults["model_retries"], defaults["retry_backoff_s"]
+        ),
         extra_actions=tuple(name for name, _ in extra_actions),
     )

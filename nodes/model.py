@@ -1,4 +1,7 @@
-"""Calling the model: the prompting node, the forced last answer, and token accounting."""
+"""Calling the model: the prompting node, the forced last answer, and token accounting.
+
+Each node has a sync and an async twin sharing everything but the call itself.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ logger = logging.getLogger(__name__)
 STOP = [prompts.STOP_SEQUENCE]
 
 
-def _usage(message: AIMessage) -> tuple[int, int] | None:
+def _usage(message: Any) -> tuple[int, int] | None:
     usage = getattr(message, "usage_metadata", None)
     if not usage:
         return None
@@ -31,15 +34,16 @@ def _usage(message: AIMessage) -> tuple[int, int] | None:
     return prompt, completion
 
 
-def invoke_model(deps: Deps, messages: list[BaseMessage], config: RunnableConfig) -> ModelReply:
-    """One model call with the stop sequence; the reply cleaned and its tokens counted."""
+def _log_prompt(messages: list[BaseMessage]) -> None:
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("prompt:\n%s", "\n---\n".join(message_text(m) for m in messages))
-    started = time.perf_counter()
-    message = deps.model.invoke(messages, config, stop=STOP)
-    latency = time.perf_counter() - started
+
+
+def _reply(deps: Deps, messages: list[BaseMessage], message: Any, latency: float) -> ModelReply:
+    """The reply cleaned (reasoning dropped, cut at 'Observation:') with its token counts:
+    the provider's usage when it reports one, else counted."""
     raw = message_text(message)
-    usage = _usage(message) if isinstance(message, AIMessage) else None
+    usage = _usage(message)
     if usage is not None:
         prompt_tokens, completion_tokens = usage
         source = "usage"
@@ -58,17 +62,41 @@ def invoke_model(deps: Deps, messages: list[BaseMessage], config: RunnableConfig
     )
 
 
+def invoke_model(deps: Deps, messages: list[BaseMessage], config: RunnableConfig) -> ModelReply:
+    """One model call with the stop sequence, retried on transient faults."""
+    _log_prompt(messages)
+    started = time.perf_counter()
+    message = deps.caller.invoke(messages, config, STOP)
+    return _reply(deps, messages, message, time.perf_counter() - started)
+
+
+async def ainvoke_model(
+    deps: Deps, messages: list[BaseMessage], config: RunnableConfig
+) -> ModelReply:
+    """The async twin of ``invoke_model``."""
+    _log_prompt(messages)
+    started = time.perf_counter()
+    message = await deps.caller.ainvoke(messages, config, STOP)
+    return _reply(deps, messages, message, time.perf_counter() - started)
+
+
 def call_model(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
     """Render the model's view of the transcript and ask the model for the next turn."""
     messages = render_prompt(state, deps.tool_descriptions)
     return {"reply": invoke_model(deps, messages, config), "parsed": None}
 
 
-def force_answer(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
-    """At the turn cap: one last call that must answer; its answer ends the run."""
+async def acall_model(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
+    """The async twin of ``call_model``."""
     messages = render_prompt(state, deps.tool_descriptions)
-    messages.append(HumanMessage(prompts.FORCE_ANSWER))
-    reply = invoke_model(deps, messages, config)
+    return {"reply": await ainvoke_model(deps, messages, config), "parsed": None}
+
+
+def _forced_prompt(state: State, deps: Deps) -> list[BaseMessage]:
+    return [*render_prompt(state, deps.tool_descriptions), HumanMessage(prompts.FORCE_ANSWER)]
+
+
+def _forced_update(state: State, deps: Deps, reply: ModelReply) -> dict[str, Any]:
     parsed = parse_react(reply["text"], deps.action_names)
     if parsed["kind"] == "answer":
         answer = parsed["answer"]
@@ -86,3 +114,15 @@ def force_answer(state: State, config: RunnableConfig, *, deps: Deps) -> dict[st
         "answer": answer,
         "status": "turn_limit",
     }
+
+
+def force_answer(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
+    """At the turn cap: one last call that must answer; its answer ends the run."""
+    reply = invoke_model(deps, _forced_prompt(state, deps), config)
+    return _forced_update(state, deps, reply)
+
+
+async def aforce_answer(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
+    """The async twin of ``force_answer``."""
+    reply = await ainvoke_model(deps, _forced_prompt(state, deps), config)
+    return _forced_update(state, deps, reply)

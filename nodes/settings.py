@@ -38,6 +38,10 @@ class Settings(TypedDict):
     """Recent turns kept verbatim through a compaction (compaction variant)."""
     context_window: int
     """The model's context window in tokens (compaction variant)."""
+    model_retries: int
+    """Retries of a model call after a transient fault (429, 5xx, timeout)."""
+    retry_backoff_s: float
+    """First backoff between retries, doubled each time, unless the server sends Retry-After."""
 
 
 DEFAULTS = Settings(
@@ -51,6 +55,8 @@ DEFAULTS = Settings(
     compaction_threshold=0.75,
     keep_turns=3,
     context_window=128_000,
+    model_retries=3,
+    retry_backoff_s=0.5,
 )
 
 
@@ -79,6 +85,11 @@ def make_settings(base: Settings = DEFAULTS, **overrides: Any) -> Settings:
         raise TypeError(f"notes_dir must be a path, got {type(notes_dir).__name__}")
     settings["notes_dir"] = str(notes_dir)
     _check_int("keep_turns", settings["keep_turns"], 0)
+    _check_int("model_retries", settings["model_retries"], 0)
+    backoff = settings["retry_backoff_s"]
+    if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not backoff >= 0:
+        raise ValueError(f"retry_backoff_s must be a number >= 0, got {backoff!r}")
+    settings["retry_backoff_s"] = float(backoff)
     _check_int("context_window", settings["context_window"], 1)
     threshold = settings["compaction_threshold"]
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):

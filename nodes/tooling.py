@@ -3,7 +3,9 @@ truncation."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import functools
 import json
 import logging
 import time
@@ -65,6 +67,14 @@ def _as_text(result: Any) -> str:
 _WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
 
 
+def _failure(tool: BaseTool, error: BaseException | None, timeout: float) -> str:
+    if error is None:
+        logger.warning("tool %s timed out after %.3g s", tool.name, timeout)
+        return prompts.TOOL_TIMEOUT.format(name=tool.name, seconds=timeout)
+    logger.warning("tool %s failed: %r", tool.name, error)
+    return prompts.TOOL_ERROR.format(name=tool.name, error=str(error) or type(error).__name__)
+
+
 def call_tool(tool: BaseTool, tool_input: str, timeout: float, config: RunnableConfig) -> str:
     """The tool's result as text; an error or a timeout comes back as its message, never raised."""
     try:
@@ -76,38 +86,84 @@ def call_tool(tool: BaseTool, tool_input: str, timeout: float, config: RunnableC
         result = future.result(timeout)
     except concurrent.futures.TimeoutError:
         future.cancel()  # still queued behind hung tools: never start it
-        logger.warning("tool %s timed out after %.3g s", tool.name, timeout)
-        return prompts.TOOL_TIMEOUT.format(name=tool.name, seconds=timeout)
+        return _failure(tool, None, timeout)
     except Exception as error:
-        logger.warning("tool %s failed: %r", tool.name, error)
-        detail = str(error) or type(error).__name__
-        return prompts.TOOL_ERROR.format(name=tool.name, error=detail)
+        return _failure(tool, error, timeout)
     return _as_text(result) or "(no output)"
 
 
-def run_tool(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
-    """Complete the turn: run the parsed action (or reject the reply) and record the Observation."""
-    parsed = state["parsed"]
-    reply = state["reply"]
+def _is_async(tool: BaseTool) -> bool:
+    coroutine = getattr(tool, "coroutine", None)
+    return coroutine is not None or type(tool)._arun is not BaseTool._arun
+
+
+async def acall_tool(
+    tool: BaseTool, tool_input: str, timeout: float, config: RunnableConfig
+) -> str:
+    """The async twin of ``call_tool``: async tools are cancelled at the timeout; sync tools run
+    on the worker threads, so they never block the event loop."""
+    try:
+        arguments = tool_arguments(tool, tool_input)
+    except ValueError as exc:
+        return str(exc)
+    if _is_async(tool):
+        call = tool.ainvoke(arguments, config)
+    else:
+        loop = asyncio.get_running_loop()
+        call = loop.run_in_executor(_WORKERS, functools.partial(tool.invoke, arguments, config))
+    try:
+        result = await asyncio.wait_for(call, timeout)
+    except TimeoutError:
+        return _failure(tool, None, timeout)
+    except Exception as error:
+        return _failure(tool, error, timeout)
+    return _as_text(result) or "(no output)"
+
+
+def _complete_turn(
+    state: State, deps: Deps, observation: str | None, latency: float | None
+) -> dict[str, Any]:
+    parsed, reply = state["parsed"], state["reply"]
     if parsed is None or reply is None:
         raise ValueError("run_tool needs a parsed reply in the state")
-    settings = state["settings"]
-    latency = None
-    if parsed["kind"] == "action" and parsed["action"] in deps.tools:
-        started = time.perf_counter()
-        observation = call_tool(
-            deps.tools[parsed["action"]],
-            parsed["action_input"] or "",
-            settings["tool_timeout"],
-            config,
-        )
-        latency = time.perf_counter() - started
-        kind = "action"
-    else:
+    kind = "invalid" if observation is None else "action"
+    if observation is None:
         observation = parsed["error"] or prompts.NO_ACTION.format(valid=", ".join(deps.tools))
-        kind = "invalid"
-    observation = truncate(observation, settings["max_observation_chars"])
+    observation = truncate(observation, state["settings"]["max_observation_chars"])
     turn = new_turn(
         state, kind, reply=reply, parsed=parsed, observation=observation, tool_latency_s=latency
     )
     return {"turns": [turn]}
+
+
+def _tool_for(state: State, deps: Deps) -> BaseTool | None:
+    parsed = state["parsed"]
+    if parsed is None or parsed["kind"] != "action":
+        return None
+    return deps.tools.get(parsed["action"] or "")
+
+
+def run_tool(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
+    """Complete the turn: run the parsed action (or reject the reply) and record the Observation."""
+    tool = _tool_for(state, deps)
+    if tool is None:
+        return _complete_turn(state, deps, None, None)
+    started = time.perf_counter()
+    parsed = state["parsed"]
+    observation = call_tool(
+        tool, parsed["action_input"] or "", state["settings"]["tool_timeout"], config
+    )
+    return _complete_turn(state, deps, observation, time.perf_counter() - started)
+
+
+async def arun_tool(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
+    """The async twin of ``run_tool``."""
+    tool = _tool_for(state, deps)
+    if tool is None:
+        return _complete_turn(state, deps, None, None)
+    started = time.perf_counter()
+    parsed = state["parsed"]
+    observation = await acall_tool(
+        tool, parsed["action_input"] or "", state["settings"]["tool_timeout"], config
+    )
+    return _complete_turn(state, deps, observation, time.perf_counter() - started)

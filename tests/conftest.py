@@ -56,3 +56,13 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Any:
     yield
     if attempts:
         pytest.fail(f"the test tried to reach the network: {attempts}")
+
+
+@pytest.fixture
+def openai_server() -> Any:
+    """A local OpenAI-compatible server for the test, closed afterwards."""
+    from tests.fakes import FakeOpenAIServer
+
+    server = FakeOpenAIServer()
+    yield server
+    server.close()

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import threading
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -95,3 +100,169 @@ def big(text: str) -> str:
 def add(a: int, b: int) -> int:
     """Adds two numbers given as a JSON object."""
     return a + b
+
+
+# --- A local OpenAI-compatible chat-completions server --------------------------------------
+
+
+@dataclass
+class Fault:
+    """An HTTP error answer: status, message, extra headers."""
+
+    status: int
+    message: str = "injected fault"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Hang:
+    """Answer only after ``seconds`` (past the client's timeout), then with ``reply``."""
+
+    seconds: float
+    reply: str = "Final Answer: too late"
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # a burst of 100 clients must not be refused
+    daemon_threads = True
+
+
+ServerReply = str | Fault | Hang | Callable[[dict[str, Any]], "str | Fault | Hang"]
+
+
+class FakeOpenAIServer:
+    """``POST /v1/chat/completions`` on 127.0.0.1, scripted per test: it honours ``stop`` as
+    providers do (or ignores it), reports ``usage``, streams server-sent events when asked (with
+    usage when ``stream_options.include_usage``), and injects latency and faults."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.script: deque[ServerReply] = deque()
+        self.responder: Callable[[dict[str, Any]], ServerReply] | None = None
+        self.requests: list[dict[str, Any]] = []
+        self.latency_s = 0.0
+        self.honour_stop = True
+        self.reject_stop = False
+        self.active = 0
+        self.max_active = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes: without this, Nagle's algorithm and
+            # delayed ACKs add ~40 ms to every keep-alive request.
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server._handle(self, body)
+
+        self._http = _Server(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._http.shutdown()
+        self._http.server_close()
+
+    def _next(self, body: dict[str, Any]) -> str | Fault | Hang:
+        with self._lock:
+            reply = self.script.popleft() if self.script else self.responder
+        if reply is None:
+            return Fault(500, "the test server's script is exhausted")
+        return reply(body) if callable(reply) else reply
+
+    def _handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        with self._lock:
+            self.requests.append(body)
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            time.sleep(self.latency_s)
+            if self.reject_stop and "stop" in body:
+                reply: str | Fault | Hang = Fault(
+                    400, "Unsupported parameter: 'stop' is not supported with this model."
+                )
+            else:
+                reply = self._next(body)
+            if isinstance(reply, Hang):
+                time.sleep(reply.seconds)
+                reply = reply.reply
+            if isinstance(reply, Fault):
+                self._send(
+                    handler,
+                    reply.status,
+                    {"error": {"message": reply.message, "type": "test", "param": None}},
+                    reply.headers,
+                )
+            else:
+                self._complete(handler, body, reply)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout): nothing to answer
+        finally:
+            with self._lock:
+                self.active -= 1
+
+    def _complete(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], text: str) -> None:
+        if self.honour_stop:
+            for sequence in body.get("stop") or []:
+                text = text.split(sequence, 1)[0]
+        prompt = sum(len(str(m.get("content", ""))) for m in body["messages"]) // 4 + 1
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": len(text) // 4 + 1,
+            "total_tokens": prompt + len(text) // 4 + 1,
+        }
+        base = {"id": "chatcmpl-test", "created": int(time.time()), "model": body["model"]}
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": text}
+            self._send(
+                handler,
+                200,
+                {
+                    **base,
+                    "object": "chat.completion",
+                    "usage": usage,
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                },
+            )
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        chunk = {**base, "object": "chat.completion.chunk"}
+        pieces = [text[i : i + 16] for i in range(0, len(text), 16)] or [""]
+        events = [
+            {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+        ]
+        events += [{**chunk, "choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
+        events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append({**chunk, "choices": [], "usage": usage})
+        for event in events:
+            handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        handler.wfile.write(b"data: [DONE]\n\n")
+        handler.wfile.flush()
+        handler.close_connection = True
+
+    @staticmethod
+    def _send(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        payload: dict[str, Any],
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        data = json.dumps(payload).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)

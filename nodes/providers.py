@@ -1,0 +1,161 @@
+"""Calling real chat models: the ``stop`` quirks of providers, and retries of transient faults
+(429, 5xx, timeouts) that honour Retry-After. Sync and async share every decision."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+logger = logging.getLogger(__name__)
+
+# OpenAI's reasoning families answer 400 to `stop` on chat completions.
+NO_STOP_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+MAX_BACKOFF_S = 30.0
+_TRANSIENT_NAMES = {
+    "APITimeoutError",
+    "APIConnectionError",
+    "ConnectError",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "RemoteProtocolError",
+    "Timeout",
+    "TimeoutException",
+}
+
+
+class ModelCallError(RuntimeError):
+    """The model could not be reached after every retry; the run can be resumed later."""
+
+
+def accepts_stop(model_name: str | None) -> bool:
+    """False for model families known to reject the ``stop`` parameter."""
+    name = (model_name or "").lower().split("/")[-1]
+    return not name.startswith(NO_STOP_PREFIXES)
+
+
+def _status(error: BaseException) -> int | None:
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def rejects_stop(error: BaseException) -> bool:
+    """A 400 answer that names the ``stop`` parameter."""
+    return _status(error) == 400 and "stop" in str(error).lower()
+
+
+def retry_after(error: BaseException) -> float | None:
+    """Seconds the server asked us to wait (Retry-After, in seconds or as a date)."""
+    headers = getattr(getattr(error, "response", None), "headers", None)
+    if not headers:
+        return None
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def is_transient(error: BaseException) -> bool:
+    """429, 408/409, 5xx, timeouts and dropped connections: worth another try."""
+    status = _status(error)
+    if status is not None:
+        return status in (408, 409, 429) or status >= 500
+    if isinstance(error, TimeoutError | ConnectionError):
+        return True
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(error).__mro__)
+
+
+class ModelCaller:
+    """Calls one chat model with the stop sequence where it is accepted, retrying transient
+    faults with exponential backoff (or the server's Retry-After)."""
+
+    def __init__(
+        self, model: BaseChatModel, model_name: str | None, retries: int = 3, backoff_s: float = 0.5
+    ) -> None:
+        self.model = model
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self._stop_ok = accepts_stop(model_name)
+        self._lock = threading.Lock()
+
+    @property
+    def sends_stop(self) -> bool:
+        """Whether calls still pass ``stop`` (False once the model rejected it)."""
+        return self._stop_ok
+
+    def _arguments(self, stop: list[str] | None) -> dict[str, Any]:
+        return {"stop": stop} if stop and self._stop_ok else {}
+
+    def _on_error(self, error: Exception, attempt: int, stop: list[str] | None) -> float:
+        """Seconds to wait before the next attempt; raises when there is none."""
+        if stop and self._stop_ok and rejects_stop(error):
+            with self._lock:
+                self._stop_ok = False
+            logger.warning("the model rejects `stop`; calling it without (replies are cut here)")
+            return 0.0
+        if not is_transient(error):
+            raise error
+        if attempt > self.retries:
+            raise ModelCallError(
+                f"the model call failed after {attempt} attempts: {type(error).__name__}: {error}"
+            ) from error
+        delay = retry_after(error)
+        if delay is None:
+            delay = self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random() / 2)
+        delay = min(delay, MAX_BACKOFF_S)
+        logger.warning(
+            "model call failed (%s); retry %d of %d in %.2f s", error, attempt, self.retries, delay
+        )
+        return delay
+
+    def invoke(
+        self,
+        messages: list[BaseMessage],
+        config: RunnableConfig | None,
+        stop: list[str] | None = None,
+    ) -> Any:
+        """``model.invoke`` with the quirks handled."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self.model.invoke(messages, config, **self._arguments(stop))
+            except Exception as error:
+                time.sleep(self._on_error(error, attempt, stop))
+
+    async def ainvoke(
+        self,
+        messages: list[BaseMessage],
+        config: RunnableConfig | None,
+        stop: list[str] | None = None,
+    ) -> Any:
+        """``model.ainvoke`` with the quirks handled."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self.model.ainvoke(messages, config, **self._arguments(stop))
+            except Exception as error:
+                await asyncio.sleep(self._on_error(error, attempt, stop))

@@ -1,0 +1,246 @@
+"""The real ChatOpenAI client over HTTP against the local OpenAI-compatible test server:
+stop, usage, provider quirks, transient faults, resuming, async and streaming."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs import build_graph
+from graphs.models import chat_model
+from nodes.providers import ModelCallError
+from tests.fakes import FakeOpenAIServer, Fault, Hang, ToolLog, sleepy
+from tools import calculator, search_tools
+
+SEED = [
+    "Thought: I need the Eiffel Tower's completion.\nAction: search[Eiffel Tower]",
+    "Thought: Now the Golden Gate.\nAction: search[Golden Gate]",
+    "Thought: Subtract.\nAction: calculator[1937-1889]",
+    "Thought: I now have enough information.\nFinal Answer: 48",
+]
+
+
+def seed_graph(server: FakeOpenAIServer, log: ToolLog, model: str = "gpt-4o-mini", **kwargs):
+    search, _ = search_tools()
+    llm = chat_model(model, base_url=server.url, timeout=kwargs.pop("timeout", 5.0))
+    return build_graph(
+        "transcript", model=llm, tools=[log.wrap(search), log.wrap(calculator)], **kwargs
+    )
+
+
+def test_seed_scenario_over_http(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script.extend(SEED)
+    log = ToolLog()
+    out = seed_graph(openai_server, log).invoke({"question": "How many years?"})
+    assert out["answer"] == "48" and out["status"] == "answered"
+    assert log.calls == [
+        ("search", "Eiffel Tower"),
+        ("search", "Golden Gate"),
+        ("calculator", "1937-1889"),
+    ]
+    assert len(openai_server.requests) == 4
+    assert all(r["stop"] == ["Observation:"] for r in openai_server.requests)
+    first = openai_server.requests[0]
+    expected = sum(len(m["content"]) for m in first["messages"]) // 4 + 1
+    assert out["turns"][0]["prompt_tokens"] == expected
+    assert all(t["token_source"] == "usage" for t in out["turns"])
+
+
+def test_a_provider_that_ignores_stop_is_cut_on_our_side(openai_server: FakeOpenAIServer) -> None:
+    openai_server.honour_stop = False
+    openai_server.script.extend(
+        ["Action: calculator[2+2]\nObservation: 5\nFinal Answer: 5", "Final Answer: 4"]
+    )
+    out = seed_graph(openai_server, ToolLog()).invoke({"question": "2+2?"})
+    assert out["turns"][0]["observation"] == "4" and out["answer"] == "4"
+    assert "Observation: 5" in out["turns"][0]["reply"]
+    assert "Observation: 5" not in str(openai_server.requests[1]["messages"])
+
+
+def test_reasoning_models_are_called_without_stop(openai_server: FakeOpenAIServer) -> None:
+    openai_server.honour_stop = False
+    openai_server.script.extend(["Action: calculator[1+1]\nObservation: 3", "Final Answer: 2"])
+    out = seed_graph(openai_server, ToolLog(), model="o3-mini").invoke({"question": "1+1?"})
+    assert all("stop" not in r for r in openai_server.requests)
+    assert out["answer"] == "2" and out["turns"][0]["observation"] == "2"
+
+
+def test_an_unknown_model_rejecting_stop_is_retried_without_it_and_remembered(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    openai_server.reject_stop = True
+    openai_server.script.extend(["Action: calculator[1+1]", "Final Answer: 2"])
+    out = seed_graph(openai_server, ToolLog(), model="my-local-model").invoke({"question": "q"})
+    assert out["answer"] == "2"
+    assert ["stop" in r for r in openai_server.requests] == [True, False, False]
+
+
+def test_think_blocks_are_removed_before_parsing(openai_server: FakeOpenAIServer) -> None:
+    openai_server.honour_stop = False
+    openai_server.script.extend(
+        [
+            "<think>The Observation: inside reasoning must not cut.</think>\n"
+            "Thought: add.\nAction: calculator[40+8]",
+            "<think>done</think>Final Answer: 48",
+        ]
+    )
+    out = seed_graph(openai_server, ToolLog()).invoke({"question": "q"})
+    assert out["turns"][0]["observation"] == "48" and out["answer"] == "48"
+
+
+def test_429_and_5xx_are_retried_honouring_retry_after(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script.extend(
+        [
+            Fault(429, "slow down", {"Retry-After": "0.3"}),
+            Fault(503, "overloaded", {"Retry-After": "0"}),
+            "Final Answer: ok",
+        ]
+    )
+    started = time.perf_counter()
+    out = seed_graph(openai_server, ToolLog()).invoke({"question": "q"})
+    assert out["answer"] == "ok" and len(openai_server.requests) == 3
+    assert time.perf_counter() - started >= 0.3
+
+
+def test_a_request_timeout_is_retried(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script.extend([Hang(3.0), "Final Answer: ok"])
+    out = seed_graph(openai_server, ToolLog(), timeout=0.5).invoke({"question": "q"})
+    assert out["answer"] == "ok" and len(openai_server.requests) == 2
+
+
+def test_spent_retries_stop_the_run_and_a_checkpointed_run_resumes(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    down = Fault(500, "down", {"Retry-After": "0"})
+    openai_server.script.extend(["Action: calculator[1+1]", down, down])
+    log = ToolLog()
+    graph = seed_graph(openai_server, log, checkpointer=InMemorySaver(), model_retries=1)
+    config = {"configurable": {"thread_id": "flaky"}}
+    with pytest.raises(ModelCallError, match="failed after 2 attempts"):
+        graph.invoke({"question": "q"}, config)
+    assert log.calls == [("calculator", "1+1")]
+    assert graph.get_state(config).next == ("call_model",)
+    openai_server.script.extend(["Final Answer: 2"])
+    out = graph.invoke(None, config)
+    assert out["answer"] == "2"
+    assert log.calls == [("calculator", "1+1")]  # the completed tool call is not repeated
+    assert [t["turn"] for t in out["turns"]] == [1, 2]
+
+
+@tool
+async def slow_lookup(text: str) -> str:
+    """An async tool that takes far too long."""
+    await asyncio.sleep(30)
+    return "too late"
+
+
+@tool
+async def async_echo(text: str) -> str:
+    """An async tool."""
+    await asyncio.sleep(0)
+    return f"async {text}"
+
+
+def test_ainvoke_end_to_end_with_async_tools(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script.extend(
+        ["Action: async_echo[hi]", "Action: slow_lookup[x]", "Final Answer: done"]
+    )
+    llm = chat_model("gpt-4o-mini", base_url=openai_server.url, timeout=5)
+    graph = build_graph("transcript", model=llm, tools=[async_echo, slow_lookup], tool_timeout=0.3)
+    started = time.perf_counter()
+    out = asyncio.run(graph.ainvoke({"question": "q"}))
+    assert time.perf_counter() - started < 10
+    assert out["turns"][0]["observation"] == "async hi"
+    assert "timed out after 0.3 s" in out["turns"][1]["observation"]
+    assert out["answer"] == "done"
+
+
+def test_sync_tools_never_block_the_event_loop(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script.extend(["Action: sleepy[x]", "Final Answer: done"])
+    llm = chat_model("gpt-4o-mini", base_url=openai_server.url, timeout=5)
+    graph = build_graph("transcript", model=llm, tools=[sleepy], tool_timeout=1.0)
+
+    async def main() -> tuple[dict, float]:
+        gaps: list[float] = []
+
+        async def ticker() -> None:
+            last = time.perf_counter()
+            while True:
+                await asyncio.sleep(0.01)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        task = asyncio.create_task(ticker())
+        out = await graph.ainvoke({"question": "q"})
+        task.cancel()
+        return out, max(gaps)
+
+    out, worst_gap = asyncio.run(main())
+    assert "timed out" in out["turns"][0]["observation"]
+    assert worst_gap < 0.5  # the 1 s tool wait did not stall the loop
+
+
+def test_astream_messages_streams_with_usage(openai_server: FakeOpenAIServer) -> None:
+    openai_server.script.extend(SEED)
+    log = ToolLog()
+    graph = seed_graph(openai_server, log)
+
+    async def main() -> tuple[list, dict]:
+        chunks, final = [], {}
+        async for mode, item in graph.astream(
+            {"question": "q"}, stream_mode=["messages", "values"]
+        ):
+            if mode == "messages":
+                chunks.append(item[0])
+            else:
+                final = item
+        return chunks, final
+
+    chunks, final = asyncio.run(main())
+    assert final["answer"] == "48"
+    assert len(chunks) > 4  # token pieces arrived as they were generated
+    assert all(r.get("stream") for r in openai_server.requests)
+    assert all(r["stream_options"]["include_usage"] for r in openai_server.requests)
+    assert all(t["token_source"] == "usage" for t in final["turns"])
+
+
+def answer_after_two_tools(request: dict) -> str:
+    """A responder for concurrent runs: each conversation does two actions, then answers."""
+    observations = sum(str(m["content"]).startswith("Observation:") for m in request["messages"])
+    return "Final Answer: ok" if observations >= 2 else f"Action: calculator[{observations}+1]"
+
+
+def test_run_batch_bounds_concurrency_and_reports_each_run(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    from graphs.batch import run_batch
+
+    openai_server.responder = answer_after_two_tools
+    openai_server.latency_s = 0.05
+    llm = chat_model("gpt-4o-mini", base_url=openai_server.url, timeout=5)
+    graph = build_graph("transcript", model=llm, tools=[calculator])
+    results = run_batch(graph, [f"question {i}" for i in range(8)], concurrency=3)
+    assert [r["index"] for r in results] == list(range(8))
+    assert all(r["status"] == "answered" and r["turns"] == 3 for r in results)
+    assert all(r["prompt_tokens"] > 0 and r["error"] is None for r in results)
+    assert 1 < openai_server.max_active <= 3
+    assert len({r["thread_id"] for r in results}) == 8
+
+
+def test_a_failing_run_does_not_stop_the_batch(openai_server: FakeOpenAIServer) -> None:
+    from graphs.batch import run_batch
+
+    openai_server.script.append(Fault(400, "bad request"))
+    openai_server.responder = lambda request: "Final Answer: ok"
+    llm = chat_model("gpt-4o-mini", base_url=openai_server.url, timeout=5)
+    graph = build_graph("transcript", model=llm, tools=[calculator])
+    results = run_batch(graph, ["a", "b", "c"], concurrency=1)
+    assert [r["status"] for r in results] == [None, "answered", "answered"]
+    assert "bad request" in results[0]["error"]
+    with pytest.raises(ValueError):
+        run_batch(graph, ["a"], concurrency=0)
