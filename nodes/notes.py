@@ -153,6 +153,10 @@ def update_notes(state: State, *, backend: NotesBackend | None = None) -> dict[s
         logger.info("turn %d: notes revised (%d characters)", turn_number, len(text))
         observation = prompts.NOTES_SAVED
         update["notes"] = text
+        if len(text) > len(prompts.NOTES_ELIDED) and text in reply["text"]:
+            # The notes block shows the saved text already; repeating it in the window would
+            # spend up to the whole notes limit a second time.
+            reply = {**reply, "text": reply["text"].replace(text, prompts.NOTES_ELIDED)}
     update["turns"] = [
         new_turn(
             state,

@@ -74,6 +74,7 @@ NOTES_RESUMED = (
     "the work they record."
 )
 NOTES_SAVED = "notes saved"
+NOTES_ELIDED = "(the text now shown under Your notes)"
 NOTES_TOO_LONG = (
     "Notes not saved: they are {length} characters, over the limit of {limit}. Write a shorter "
     "version (keep the plan, the facts with sources and the next step); the old notes stay."

@@ -213,3 +213,12 @@ def test_notes_misuse_raises(tmp_path: Path) -> None:
         build_graph("notes", model=fake_model(), tools=[], window_turns=0)
     with pytest.raises(TypeError):
         build_graph("notes", model=fake_model(), tools=[], store="sqlite.db")
+
+
+def test_saved_notes_are_not_repeated_in_the_window(backend: dict) -> None:
+    notes = "- [x] found that the tower opened in 1889 (search[Eiffel Tower])"
+    model = fake_model(f"Thought: save.\nAction: update_notes[{notes}]", answer("ok"))
+    out = notes_graph(model, backend).invoke({"question": "q"}, config("t7"))
+    assert model.prompts[1].count(notes) == 1
+    assert "Thought: save." in model.prompts[1]
+    assert notes in out["turns"][0]["reply"]  # the record keeps the raw reply
