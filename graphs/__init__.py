@@ -15,6 +15,8 @@ from graphs import compaction, notes, transcript
 from nodes.deps import TokenCounterFn
 
 VARIANTS = ("transcript", "notes", "compaction")
+# LangGraph reads the default durability of a run from this configurable key.
+_DURABILITY_KEY = "__pregel_durability"
 # Settings that only some variants use; passing one to another variant is a mistake.
 _ONLY = {
     "window_turns": ("notes",),
@@ -86,11 +88,18 @@ def build_graph(
         "model_retries": model_retries,
         **given,
     }
-    if variant == "notes":
-        return notes.build(model, tools, checkpointer, **settings)
-    if variant == "compaction":
-        return compaction.build(model, tools, checkpointer, **settings)
-    return transcript.build(model, tools, checkpointer, **settings)
+    builders = {
+        "transcript": transcript.build,
+        "notes": notes.build,
+        "compaction": compaction.build,
+    }
+    graph = builders[variant](model, tools, checkpointer, **settings)
+    if checkpointer is not None:
+        # Write each step's checkpoint before the next starts, so a run killed at any point
+        # resumes where it stopped ("async", LangGraph's default, can lose the last steps).
+        # An explicit `durability=` on invoke/stream still wins.
+        graph = graph.with_config(configurable={_DURABILITY_KEY: "sync"})
+    return graph
 
 
 __all__ = ["VARIANTS", "build_graph"]

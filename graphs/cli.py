@@ -1,74 +1,289 @@
-"""The ``reactgraph`` command line."""
+"""The ``reactgraph`` command line: ask, resume, show, threads, batch, demo."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
-from graphs import build_graph
+from langchain_core.language_models import BaseChatModel
+
+from graphs import VARIANTS, build_graph
+from graphs import console as out
+from graphs.models import DEFAULT_TIMEOUT_S, chat_model
+from graphs.persistence import (
+    DEFAULT_DB,
+    DURABILITY,
+    DatabaseError,
+    RunRecord,
+    new_record,
+    open_db,
+    thread_status,
+)
 from graphs.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
-from tools import calculator, search_tools
+from nodes.providers import ModelCallError
+from tools import DEFAULT_CORPUS, calculator, search_tools
+
+DEFAULT_MODEL = "gpt-4o-mini"
 
 
-def print_turn(turn: dict[str, Any]) -> None:
-    """A turn as a person reads it: the model's text, the Observation, the figures."""
-    print(f"\n--- turn {turn['turn']} ({turn['kind']}) ---")
-    print(turn["text"])
-    if turn["observation"] is not None:
-        print(f"Observation: {turn['observation']}")
-    tool = (
-        "" if turn["tool_latency_s"] is None else f", tool {turn['tool_latency_s'] * 1000:.1f} ms"
+class UsageError(Exception):
+    """Bad input from the person at the terminal: one line, exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors."""
+
+    def error(self, message: str) -> NoReturn:
+        out.fail(message)
+        sys.exit(2)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
+    return value
+
+
+def make_model(name: str, base_url: str | None, timeout: float) -> BaseChatModel:
+    """ChatOpenAI from the options and the standard environment variables."""
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    key = os.environ.get("OPENAI_API_KEY") or None
+    if not key and not base_url:
+        raise UsageError(
+            "no model to call: set OPENAI_API_KEY, or pass --base-url (or set OPENAI_BASE_URL) "
+            "for an OpenAI-compatible server; `reactgraph demo` runs offline"
+        )
+    return chat_model(name, base_url=base_url, api_key=key, timeout=timeout)
+
+
+def build_for(
+    record: RunRecord,
+    model: BaseChatModel,
+    saver: Any = None,
+    store: Any = None,
+    tools: bool = True,
+) -> Any:
+    """The graph a recorded run was started with (``tools=False`` for reading state only)."""
+    settings = dict(record.settings)
+    if settings.pop("notes_in_db", False):
+        settings["store"] = store
+    corpus = record.corpus or str(DEFAULT_CORPUS)
+    try:
+        toolset = [*search_tools(corpus), calculator] if tools else []
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return build_graph(record.variant, model=model, tools=toolset, checkpointer=saver, **settings)
+
+
+def stream_run(graph: Any, payload: dict[str, Any] | None, record: RunRecord, db: str) -> int:
+    """Run (or resume) a thread, printing each turn live; Ctrl-C leaves it resumable."""
+    config = {"configurable": {"thread_id": record.thread_id}}
+    resume = f"reactgraph resume {record.thread_id} --db {db}"
+    try:
+        updates = graph.stream(payload, config, stream_mode="updates", durability=DURABILITY)
+        for turn in out.turns_in(updates):
+            out.print_turn(turn)
+    except KeyboardInterrupt:
+        out.errors.print(f"\nInterrupted. The run is saved; resume it with:\n  {resume}")
+        return 130
+    except ModelCallError as error:
+        out.fail(f"{error}. The run is saved; resume it with: {resume}")
+        return 1
+    values = graph.get_state(config).values
+    out.print_result(values)
+    return 0 if values.get("status") == "answered" else 1
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    if args.corpus is not None and not os.path.isdir(args.corpus):
+        raise UsageError(f"corpus folder not found: {args.corpus}")
+    model = make_model(args.model, args.base_url, args.timeout)
+    settings: dict[str, Any] = {"tool_timeout": args.tool_timeout}
+    if args.max_turns is not None:
+        settings["max_turns"] = args.max_turns
+    if args.variant == "notes":
+        settings.update(notes_in_db=args.notes_in_db, notes_dir=args.notes_dir)
+    thread = args.thread or uuid.uuid4().hex[:12]
+    record = new_record(
+        thread,
+        args.question,
+        args.variant,
+        args.model,
+        args.base_url or os.environ.get("OPENAI_BASE_URL"),
+        args.corpus,
+        settings,
     )
-    print(
-        f"[model {turn['model_latency_s'] * 1000:.1f} ms{tool}, tokens "
-        f"{turn['prompt_tokens']} prompt + {turn['completion_tokens']} completion "
-        f"({turn['token_source']})]"
-    )
+    with open_db(args.db) as (saver, store):
+        if RunRecord.load(store, thread) is not None:
+            raise UsageError(
+                f"thread {thread} already exists in {args.db}; "
+                f"`reactgraph resume {thread}` or pick another --thread"
+            )
+        graph = build_for(record, model, saver, store)
+        record.save(store)
+        out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
+        return stream_run(graph, {"question": args.question}, record, args.db)
 
 
-def run_demo(args: argparse.Namespace) -> int:
+def load_record(store: Any, thread: str, db: str) -> RunRecord:
+    record = RunRecord.load(store, thread)
+    if record is None:
+        raise UsageError(f"unknown thread {thread!r} in {db} (`reactgraph threads` lists them)")
+    return record
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    with open_db(args.db) as (saver, store):
+        record = load_record(store, args.thread, args.db)
+        model = make_model(record.model, record.base_url, args.timeout)
+        graph = build_for(record, model, saver, store)
+        if thread_status(graph, record.thread_id) == "finished":
+            out.console.print(f"Thread {record.thread_id} has already finished.")
+            out.print_result(graph.get_state({"configurable": {"thread_id": args.thread}}).values)
+            return 0
+        out.console.print(f"[dim]resuming thread {record.thread_id}[/dim]")
+        return stream_run(graph, None, record, args.db)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with open_db(args.db) as (saver, store):
+        record = load_record(store, args.thread, args.db)
+        graph = build_for(record, ScriptedChatModel(), saver, store, tools=False)
+        values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
+        out.print_run(record, thread_status(graph, record.thread_id), values)
+    return 0
+
+
+def cmd_threads(args: argparse.Namespace) -> int:
+    rows = []
+    with open_db(args.db) as (saver, store):
+        for record in RunRecord.all(store):
+            graph = build_for(record, ScriptedChatModel(), saver, store, tools=False)
+            values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
+            status = thread_status(graph, record.thread_id)
+            shown = values.get("status") if status == "finished" else status
+            rows.append((record, shown or status, len(values.get("turns") or [])))
+    out.print_threads(rows)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
     """The offline demo: a scripted model drives the real graph, search and calculator."""
-    print("reactgraph demo: the model is SCRIPTED (no LLM is called); the graph, the local")
-    print("search over tools/corpus and the calculator are real.")
-    print(f"\nQuestion: {DEMO_QUESTION}")
+    out.console.print(
+        "[bold]reactgraph demo[/bold]: the model is [bold yellow]SCRIPTED[/bold "
+        "yellow] (no LLM is called); the graph, the local search over tools/corpus "
+        "and the calculator are real."
+    )
+    out.console.print(f"\nQuestion: {DEMO_QUESTION}")
     model = ScriptedChatModel(replies=DEMO_REPLIES)
     graph = build_graph("transcript", model=model, tools=[*search_tools(), calculator])
-    final: dict[str, Any] = {}
-    for update in graph.stream({"question": DEMO_QUESTION}, stream_mode="updates"):
-        for change in update.values():
-            if not change:
-                continue
-            turns = change.get("turns")
-            # start_run's reset of the transcript arrives as an Overwrite, not a list.
-            for turn in turns if isinstance(turns, list) else []:
-                print_turn(turn)
-            final.update({k: v for k, v in change.items() if k in ("answer", "status")})
-    print(f"\nAnswer: {final.get('answer')}\nStatus: {final.get('status')}")
-    return 0 if final.get("status") == "answered" else 1
+    values: dict[str, Any] = {}
+    for mode, chunk in graph.stream({"question": DEMO_QUESTION}, stream_mode=["updates", "values"]):
+        if mode == "values":
+            values = chunk
+        else:
+            for turn in out.turns_in([chunk]):
+                out.print_turn(turn)
+    out.print_result(values)
+    return 0 if values.get("status") == "answered" else 1
 
 
-def make_parser() -> argparse.ArgumentParser:
+def cmd_batch(args: argparse.Namespace) -> int:
+    from graphs.batchfile import run_file
+
+    model = make_model(args.model, args.base_url, args.timeout)
+    record = new_record(
+        "batch",
+        "",
+        args.variant,
+        args.model,
+        args.base_url,
+        args.corpus,
+        {"tool_timeout": args.tool_timeout}
+        | ({"max_turns": args.max_turns} if args.max_turns else {}),
+    )
+    graph = build_for(record, model)
+    return run_file(graph, args.questions, args.out, args.concurrency)
+
+
+def make_parser() -> Parser:
     """The argument parser, one sub-command each."""
-    parser = argparse.ArgumentParser(prog="reactgraph", description=__doc__)
+    parser = Parser(prog="reactgraph", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log each step (INFO)")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    db = Parser(add_help=False)
+    db.add_argument("--db", default=DEFAULT_DB, help="SQLite file or postgresql:// URL")
+    run = Parser(add_help=False)
+    run.add_argument("--variant", choices=VARIANTS, default="transcript")
+    run.add_argument("--model", default=os.environ.get("REACTGRAPH_MODEL") or DEFAULT_MODEL)
+    run.add_argument("--base-url", help="an OpenAI-compatible server (else OPENAI_BASE_URL)")
+    run.add_argument("--corpus", help="folder of .md/.txt pages for search (default: bundled)")
+    run.add_argument("--max-turns", type=positive_int)
+    run.add_argument("--tool-timeout", type=positive_float, default=10.0)
+    timeout = Parser(add_help=False)
+    timeout.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=DEFAULT_TIMEOUT_S,
+        help="model request timeout in seconds",
+    )
+    ask = commands.add_parser("ask", parents=[run, db, timeout], help="answer a question")
+    ask.add_argument("question")
+    ask.add_argument("--thread", help="thread id (default: a new one)")
+    ask.add_argument("--notes-dir", default="runs/notes", help="notes variant: notes folder")
+    ask.add_argument("--notes-in-db", action="store_true", help="notes variant: keep notes in --db")
+    ask.set_defaults(handler=cmd_ask)
+    resume = commands.add_parser("resume", parents=[db, timeout], help="continue a stopped run")
+    resume.add_argument("thread")
+    resume.set_defaults(handler=cmd_resume)
+    show = commands.add_parser("show", parents=[db], help="print a run")
+    show.add_argument("thread")
+    show.set_defaults(handler=cmd_show)
+    threads = commands.add_parser("threads", parents=[db], help="list the runs in the database")
+    threads.set_defaults(handler=cmd_threads)
+    batch = commands.add_parser("batch", parents=[run, timeout], help="answer a JSONL of questions")
+    batch.add_argument("questions", help='JSONL file: {"question": "...", "id": "..."} per line')
+    batch.add_argument("--out", required=True, help="JSONL results, appended as runs finish")
+    batch.add_argument("--concurrency", type=positive_int, default=8)
+    batch.set_defaults(handler=cmd_batch)
     demo = commands.add_parser("demo", help="offline demo with a scripted model")
-    demo.set_defaults(handler=run_demo)
+    demo.set_defaults(handler=cmd_demo)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    parser = make_parser()
-    args = parser.parse_args(argv)
+    args = make_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except (UsageError, DatabaseError) as error:
+        out.fail(str(error))
+        return 2
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 
 DEFAULT_CORPUS = Path(__file__).parent / "corpus"
@@ -121,7 +122,7 @@ class LocalCorpus:
         frequency = Counter(term for doc in self._docs for term in doc)
         total = len(self._docs)
         self._idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
-        self._last_page: str | None = None
+        self._last_page: dict[str | None, str] = {}
         self._lock = threading.Lock()
 
     def rank(self, query: str) -> list[tuple[float, Passage]]:
@@ -140,21 +141,23 @@ class LocalCorpus:
         scored.sort(key=lambda pair: -pair[0])
         return scored
 
-    def search(self, query: str) -> str:
-        """The best passages for a query, each with its page title."""
+    def search(self, query: str, conversation: str | None = None) -> str:
+        """The best passages for a query, each with its page title. ``conversation`` keys the
+        last page found, so concurrent runs each look up their own."""
         if not query.strip():
             return "Error: empty query. Give a few keywords, e.g. search[Eiffel Tower]."
         ranked = self.rank(query)[: self.top_k]
         if not ranked:
             return f"No pages match {query.strip()!r}. Try other keywords."
         with self._lock:
-            self._last_page = ranked[0][1].title
+            self._last_page[conversation] = ranked[0][1].title
         return "\n".join(f"[{p.title}] {p.text}" for _, p in ranked)
 
-    def lookup(self, keyword: str) -> str:
-        """The sentences of the last page found that mention the keyword."""
+    def lookup(self, keyword: str, conversation: str | None = None) -> str:
+        """The sentences of the last page found (in this conversation) that mention the
+        keyword."""
         with self._lock:
-            page = self._last_page
+            page = self._last_page.get(conversation)
         if page is None:
             return "Error: no page found yet. Use search first; lookup reads the last page found."
         needle = keyword.strip().lower()
@@ -170,14 +173,26 @@ class LocalCorpus:
 def search_tools(folder: str | Path = DEFAULT_CORPUS, top_k: int = 3) -> list[BaseTool]:
     """``search`` and ``lookup`` over one folder; they share the last page found."""
     corpus = LocalCorpus(folder, top_k)
+
+    def conversation(config: RunnableConfig) -> str | None:
+        # The caller's thread, when it has one: runs sharing these tools keep their own page.
+        thread = (config.get("configurable") or {}).get("thread_id")
+        return None if thread is None else str(thread)
+
+    def search_(query: str, config: RunnableConfig) -> str:
+        return corpus.search(query, conversation(config))
+
+    def lookup_(keyword: str, config: RunnableConfig) -> str:
+        return corpus.lookup(keyword, conversation(config))
+
     search = StructuredTool.from_function(
-        corpus.search,
+        search_,
         name="search",
         description="Search the encyclopedia for a topic, e.g. search[Eiffel Tower]; returns the "
         "best passages with their page titles.",
     )
     lookup = StructuredTool.from_function(
-        corpus.lookup,
+        lookup_,
         name="lookup",
         description="Find the sentences mentioning a keyword on the page last found by search, "
         "e.g. lookup[opened].",

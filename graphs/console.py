@@ -1,0 +1,115 @@
+"""What the command line shows a person: turns as they happen, results, threads, progress."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.table import Table
+
+from graphs.persistence import RunRecord
+
+console = Console(highlight=False, soft_wrap=True)
+errors = Console(stderr=True, highlight=False, soft_wrap=True)
+
+STATUS_STYLE = {
+    "answered": "green",
+    "turn_limit": "yellow",
+    "stopped_early": "yellow",
+    "stuck": "red",
+    "context_exhausted": "red",
+    "interrupted": "magenta",
+}
+
+
+def fail(message: str) -> None:
+    """A one-line error on stderr."""
+    errors.print(f"[red]reactgraph: error:[/red] {escape(message)}")
+
+
+def print_turn(turn: dict[str, Any]) -> None:
+    """A turn as a person reads it: the model's text, the Observation, the figures."""
+    console.rule(f"turn {turn['turn']} ({turn['kind']})", style="dim")
+    console.print(escape(turn["text"]))
+    if turn["observation"] is not None:
+        console.print(f"[cyan]Observation:[/cyan] {escape(turn['observation'])}")
+    latency = turn["tool_latency_s"]
+    tool = "" if latency is None else f", tool {latency * 1000:.1f} ms"
+    console.print(
+        f"[dim]model {turn['model_latency_s'] * 1000:.1f} ms{tool}, tokens "
+        f"{turn['prompt_tokens']} prompt + {turn['completion_tokens']} completion "
+        f"({turn['token_source']})[/dim]"
+    )
+
+
+def turns_in(updates: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The turn records in a stream of ``stream_mode="updates"`` chunks, as they arrive."""
+    for update in updates:
+        for change in update.values():
+            turns = (change or {}).get("turns")
+            # start_run's reset of the transcript arrives as an Overwrite, not a list.
+            yield from turns if isinstance(turns, list) else []
+
+
+def print_result(values: dict[str, Any]) -> None:
+    """The end of a run: answer and status (and the notes or summary, when there are any)."""
+    status = values.get("status") or "interrupted"
+    style = STATUS_STYLE.get(status, "white")
+    if values.get("notes"):
+        console.print(f"\n[bold]Notes[/bold]\n{escape(values['notes'])}")
+    if values.get("summary"):
+        console.print(f"\n[bold]Latest summary[/bold]\n{escape(values['summary'])}")
+    console.print(f"\n[bold]Answer:[/bold] {escape(str(values.get('answer')))}")
+    console.print(f"[bold]Status:[/bold] [{style}]{status}[/{style}]")
+
+
+def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
+    """``reactgraph show``: everything a finished or interrupted run left behind."""
+    console.print(
+        f"[bold]Thread[/bold] {escape(record.thread_id)} ({record.variant}, "
+        f"model {escape(record.model)})"
+    )
+    console.print(f"[bold]Question:[/bold] {escape(record.question)}")
+    for turn in values.get("turns") or []:
+        print_turn(turn)
+    for compaction in values.get("compactions") or []:
+        console.print(
+            f"[dim]compaction after turn {compaction['turn']}: "
+            f"{compaction['tokens_before']} -> {compaction['tokens_after']} tokens[/dim]"
+        )
+    print_result({**values, "status": values.get("status") or status})
+    turns = values.get("turns") or []
+    console.print(
+        f"[dim]{len(turns)} turns, "
+        f"{sum(t['prompt_tokens'] for t in turns)} prompt + "
+        f"{sum(t['completion_tokens'] for t in turns)} completion tokens[/dim]"
+    )
+
+
+def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
+    """``reactgraph threads``: one row per run in the database."""
+    table = Table("thread", "variant", "status", "turns", "question", box=None)
+    for record, status, turns in rows:
+        style = STATUS_STYLE.get(status, "white")
+        table.add_row(
+            escape(record.thread_id),
+            record.variant,
+            f"[{style}]{status}[/{style}]",
+            str(turns),
+            escape(record.question[:70]),
+        )
+    console.print(table if rows else "[dim]no threads in this database[/dim]")
+
+
+def progress() -> Progress:
+    """The batch command's progress bar."""
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )

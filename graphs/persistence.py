@@ -1,0 +1,168 @@
+"""Where runs survive a crash: one SQLite file (or a PostgreSQL database) holding the checkpoints
+of every thread, the notes when they live in the store, and the record of each run."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+
+# The durability that makes a run resumable after SIGKILL at any point: each step's checkpoint
+# is written before the next step starts ("async" can lose the last steps).
+DURABILITY = "sync"
+DEFAULT_DB = "runs/reactgraph.sqlite"
+RUNS = ("reactgraph", "runs")
+ThreadStatus = Literal["unknown", "interrupted", "finished"]
+
+
+class DatabaseError(RuntimeError):
+    """The database cannot be opened or read; the message says which and why."""
+
+
+def is_postgres(db: str) -> bool:
+    """Whether ``db`` names a PostgreSQL database rather than a SQLite file."""
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def _sqlite(path: str, autocommit: bool = False) -> sqlite3.Connection:
+    file = Path(path)
+    if file.exists() and not file.is_file():
+        raise DatabaseError(f"{path} is not a file")
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        # The store opens its own transactions, so its connection must not (autocommit).
+        isolation = None if autocommit else ""
+        connection = sqlite3.connect(
+            file, check_same_thread=False, timeout=30, isolation_level=isolation
+        )
+        # WAL lets `threads`/`show` read while a run writes; a checkpoint per step stays cheap.
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+    except (sqlite3.Error, OSError) as error:
+        raise DatabaseError(f"cannot open the database {path}: {error}") from error
+    return connection
+
+
+@contextlib.contextmanager
+def open_db(db: str = DEFAULT_DB) -> Iterator[tuple[BaseCheckpointSaver, BaseStore]]:
+    """The checkpointer and the store of ``db``: a SQLite path or a postgresql:// URL."""
+    if is_postgres(db):
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from langgraph.store.postgres import PostgresStore
+
+        try:
+            with (
+                PostgresSaver.from_conn_string(db) as saver,
+                PostgresStore.from_conn_string(db) as store,
+            ):
+                saver.setup()
+                store.setup()
+                yield saver, store
+        except Exception as error:
+            if type(error).__module__.startswith("psycopg"):
+                raise DatabaseError(f"cannot use the database {db}: {error}") from error
+            raise
+        return
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.store.sqlite import SqliteStore
+
+    checkpoints, rows = _sqlite(db), _sqlite(db, autocommit=True)
+    try:
+        saver, store = SqliteSaver(checkpoints), SqliteStore(rows)
+        try:
+            saver.setup()
+            store.setup()
+        except sqlite3.DatabaseError as error:
+            raise DatabaseError(f"cannot use the database {db}: {error}") from error
+        yield saver, store
+    finally:
+        checkpoints.close()
+        rows.close()
+
+
+@contextlib.asynccontextmanager
+async def aopen_db(db: str = DEFAULT_DB) -> AsyncIterator[tuple[BaseCheckpointSaver, BaseStore]]:
+    """The async checkpointer and store of ``db`` (AsyncSqliteSaver or AsyncPostgresSaver)."""
+    if is_postgres(db):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+
+        async with (
+            AsyncPostgresSaver.from_conn_string(db) as saver,
+            AsyncPostgresStore.from_conn_string(db) as store,
+        ):
+            await saver.setup()
+            await store.setup()
+            yield saver, store
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    _sqlite(db).close()  # create the folder and check the file once, with a clear error
+    async with (
+        AsyncSqliteSaver.from_conn_string(db) as saver,
+        AsyncSqliteStore.from_conn_string(db) as store,
+    ):
+        await saver.setup()
+        await store.setup()
+        yield saver, store
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """How a thread's run was started, so another process can rebuild its graph to resume."""
+
+    thread_id: str
+    question: str
+    variant: str
+    model: str
+    base_url: str | None
+    corpus: str | None
+    settings: dict[str, Any]
+    created: float
+
+    @classmethod
+    def load(cls, store: BaseStore, thread_id: str) -> RunRecord | None:
+        """The record of a thread, or None for a thread this database does not know."""
+        item = store.get(RUNS, thread_id)
+        return None if item is None else cls(**item.value)
+
+    def save(self, store: BaseStore) -> None:
+        """Write (or replace) this record."""
+        store.put(RUNS, self.thread_id, dict(self.__dict__))
+
+    @staticmethod
+    def all(store: BaseStore) -> list[RunRecord]:
+        """Every recorded run, newest first."""
+        items = store.search(RUNS, limit=100_000)
+        return sorted((RunRecord(**item.value) for item in items), key=lambda r: -r.created)
+
+
+def new_record(
+    thread_id: str,
+    question: str,
+    variant: str,
+    model: str,
+    base_url: str | None,
+    corpus: str | None,
+    settings: dict[str, Any],
+) -> RunRecord:
+    """A record for a run starting now."""
+    return RunRecord(thread_id, question, variant, model, base_url, corpus, settings, time.time())
+
+
+def thread_status(graph: CompiledStateGraph, thread_id: str) -> ThreadStatus:
+    """``finished`` when the run reached an exit, ``interrupted`` when a step is still due
+    (a crash, a kill, Ctrl-C, spent retries), ``unknown`` when the thread has no checkpoint."""
+    snapshot = graph.get_state({"configurable": {"thread_id": thread_id}})
+    if not snapshot.values:
+        return "unknown"
+    return "interrupted" if snapshot.next else "finished"
