@@ -20,8 +20,10 @@ from graphs.persistence import (
     DURABILITY,
     DatabaseError,
     RunRecord,
+    ThreadBusy,
     new_record,
     open_db,
+    thread_lock,
     thread_status,
 )
 from graphs.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
@@ -141,9 +143,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 f"`reactgraph resume {thread}` or pick another --thread"
             )
         graph = build_for(record, model, saver, store)
-        record.save(store)
-        out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
-        return stream_run(graph, {"question": args.question}, record, args.db)
+        with thread_lock(args.db, thread):
+            record.save(store)
+            out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
+            return stream_run(graph, {"question": args.question}, record, args.db)
 
 
 def load_record(store: Any, thread: str, db: str) -> RunRecord:
@@ -162,8 +165,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
             out.console.print(f"Thread {record.thread_id} has already finished.")
             out.print_result(graph.get_state({"configurable": {"thread_id": args.thread}}).values)
             return 0
-        out.console.print(f"[dim]resuming thread {record.thread_id}[/dim]")
-        return stream_run(graph, None, record, args.db)
+        with thread_lock(args.db, record.thread_id):
+            out.console.print(f"[dim]resuming thread {record.thread_id}[/dim]")
+            return stream_run(graph, None, record, args.db)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -281,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return args.handler(args)
-    except (UsageError, DatabaseError) as error:
+    except (UsageError, DatabaseError, ThreadBusy) as error:
         out.fail(str(error))
         return 2
 

@@ -27,6 +27,10 @@ class DatabaseError(RuntimeError):
     """The database cannot be opened or read; the message says which and why."""
 
 
+class ThreadBusy(RuntimeError):
+    """Another process is running this thread."""
+
+
 def is_postgres(db: str) -> bool:
     """Whether ``db`` names a PostgreSQL database rather than a SQLite file."""
     return db.startswith(("postgresql://", "postgres://"))
@@ -157,6 +161,41 @@ def new_record(
 ) -> RunRecord:
     """A record for a run starting now."""
     return RunRecord(thread_id, question, variant, model, base_url, corpus, settings, time.time())
+
+
+@contextlib.contextmanager
+def thread_lock(db: str, thread_id: str) -> Iterator[None]:
+    """Hold the thread for one process, so two workers never run the same thread at once.
+
+    PostgreSQL: a session advisory lock on the thread id (any number of machines). SQLite: an
+    exclusive ``flock`` on ``<db>.locks/<thread>.lock`` (processes on one machine). Raises
+    ``ThreadBusy`` when another process holds it; the lock dies with its holder.
+    """
+    if is_postgres(db):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as connection:
+            key = connection.execute("SELECT hashtextextended(%s, 0)", (thread_id,)).fetchone()
+            got = connection.execute("SELECT pg_try_advisory_lock(%s)", key).fetchone()
+            if not got or not got[0]:
+                raise ThreadBusy(f"thread {thread_id} is running in another process")
+            try:
+                yield
+            finally:
+                connection.execute("SELECT pg_advisory_unlock(%s)", key)
+        return
+    import fcntl
+
+    from nodes.notes import safe_name
+
+    folder = Path(f"{db}.locks")
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{safe_name(thread_id)}.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ThreadBusy(f"thread {thread_id} is running in another process") from None
+        yield
 
 
 def thread_status(graph: CompiledStateGraph, thread_id: str) -> ThreadStatus:
