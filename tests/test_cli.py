@@ -1,43 +1,206 @@
-"""The command line, in a subprocess as a user runs it, and in-process."""
+"""The command line, in a subprocess as a person runs it, and in-process."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from graphs.cli import main
+from tests.fakes import FakeOpenAIServer
+
+SEED = [
+    "Thought: I need the Eiffel Tower's completion.\nAction: search[Eiffel Tower]",
+    "Thought: Now the Golden Gate.\nAction: search[Golden Gate Bridge]",
+    "Thought: Subtract.\nAction: calculator[1937-1889]",
+    "Thought: I now have enough information.\nFinal Answer: 48",
+]
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def seed_responder(request: dict) -> str:
+    """Each conversation follows the seed script, whatever else runs at the same time."""
+    done = sum(str(m["content"]).startswith("Observation:") for m in request["messages"])
+    return SEED[min(done, 3)]
+
+
+def cli(
+    *args: str, env: dict | None = None, cwd: Path | None = None, **kwargs: object
+) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    environment.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "graphs.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
+        env=environment,
+        cwd=cwd or Path(__file__).resolve().parents[1],
+        **kwargs,
     )
 
 
+def one_line_error(result: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], lines
+
+
 def test_demo_runs_offline_and_answers_48() -> None:
-    result = run_cli("demo")
+    result = cli("demo")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "SCRIPTED" in out
     assert "Action: search[Eiffel Tower]" in out
     assert "Observation: [Eiffel Tower]" in out and "1889" in out
     assert "Action: calculator[1937-1889]" in out and "Observation: 48" in out
-    assert out.rstrip().endswith("Status: answered")
-    assert "Answer: 48" in out
+    assert "Answer: 48" in out and out.rstrip().endswith("Status: answered")
     assert "Traceback" not in result.stderr
 
 
-def test_bad_usage_is_a_one_line_error_with_exit_code_2() -> None:
-    result = run_cli("fly")
-    assert result.returncode == 2
-    assert "invalid choice" in result.stderr and "Traceback" not in result.stderr
+def test_ask_then_threads_show_and_resume(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    openai_server.responder = seed_responder
+    db = str(tmp_path / "runs.sqlite")
+    result = cli(
+        "ask",
+        "How many years apart?",
+        "--base-url",
+        openai_server.url,
+        "--db",
+        db,
+        "--thread",
+        "t1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "turn 1 (action)" in result.stdout and "Observation: 48" in result.stdout
+    assert "tokens" in result.stdout and "Answer: 48" in result.stdout
+    threads = cli("threads", "--db", db)
+    assert "t1" in threads.stdout and "answered" in threads.stdout
+    assert "How many years apart?" in threads.stdout
+    show = cli("show", "t1", "--db", db)
+    assert "Final Answer: 48" in show.stdout and "4 turns" in show.stdout
+    resume = cli("resume", "t1", "--db", db, env={"OPENAI_BASE_URL": openai_server.url})
+    assert resume.returncode == 0 and "already finished" in resume.stdout
+    again = cli("ask", "q", "--base-url", openai_server.url, "--db", db, "--thread", "t1")
+    one_line_error(again, "already exists")
 
 
-def test_demo_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+def test_ctrl_c_saves_the_run_and_resume_finishes_it(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    openai_server.latency_s = 1.0
+    db = str(tmp_path / "runs.sqlite")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "graphs.cli",
+            "ask",
+            "How many years?",
+            "--base-url",
+            openai_server.url,
+            "--db",
+            db,
+            "--thread",
+            "t2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    deadline = time.time() + 60
+    while len(openai_server.requests) < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "The run is saved" in err and f"reactgraph resume t2 --db {db}" in err
+    assert "Traceback" not in err
+    assert "interrupted" in cli("threads", "--db", db).stdout
+    openai_server.latency_s = 0
+    resume = cli("resume", "t2", "--db", db, env={"OPENAI_BASE_URL": openai_server.url})
+    assert resume.returncode == 0, resume.stderr
+    assert "Answer: 48" in resume.stdout
+
+
+def test_batch_writes_each_result_and_a_rerun_skips_what_is_done(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        '{"question": "first", "id": "a"}\nnot json\n"second"\n'
+        '{"question": ""}\n{"question": "third", "id": "a"}\n'
+    )
+    results = tmp_path / "results.jsonl"
+    run = cli(
+        "batch",
+        str(questions),
+        "--out",
+        str(results),
+        "--concurrency",
+        "2",
+        "--base-url",
+        openai_server.url,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "questions.jsonl:2: not JSON" in run.stderr
+    assert "questions.jsonl:4:" in run.stderr and "questions.jsonl:5: duplicate id" in run.stderr
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert sorted(line["id"] for line in lines) == ["a", "line-3"]
+    assert all(line["answer"] == "48" and line["status"] == "answered" for line in lines)
+    assert all(
+        line["turns"] == 4 and line["seconds"] > 0 and line["prompt_tokens"] > 0 for line in lines
+    )
+    calls = len(openai_server.requests)
+    rerun = cli("batch", str(questions), "--out", str(results), "--base-url", openai_server.url)
+    assert rerun.returncode == 0 and "2 question(s) already done" in rerun.stdout
+    assert len(openai_server.requests) == calls
+    assert len(results.read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["ask", "q"], "set OPENAI_API_KEY"),
+        (["ask", "q", "--max-turns", "-3"], "--max-turns: must be at least 1"),
+        (["ask", "q", "--variant", "nope"], "invalid choice: 'nope'"),
+        (
+            ["ask", "q", "--corpus", "/no/such/folder", "--base-url", "http://127.0.0.1:9/v1"],
+            "corpus folder not found",
+        ),
+        (["show", "ghost"], "unknown thread 'ghost'"),
+        (["resume", "ghost"], "unknown thread 'ghost'"),
+        (["fly"], "invalid choice: 'fly'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(
+    args: list[str], fragment: str, tmp_path: Path
+) -> None:
+    db = ["--db", str(tmp_path / "runs.sqlite")] if args[0] in ("show", "resume", "ask") else []
+    one_line_error(cli(*args, *db), fragment)
+
+
+def test_an_unreadable_database_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_text("this is not a database " * 100)
+    one_line_error(cli("threads", "--db", str(garbage)), "cannot open the database")
+    one_line_error(cli("threads", "--db", str(tmp_path)), "is not a file")
+
+
+def test_in_process(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["demo"]) == 0
     assert "Answer: 48" in capsys.readouterr().out
+    assert main(["threads", "--db", str(tmp_path / "empty.sqlite")]) == 0
+    assert "no threads" in capsys.readouterr().out
+    assert main(["show", "ghost", "--db", str(tmp_path / "empty.sqlite")]) == 2
