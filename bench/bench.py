@@ -378,11 +378,85 @@ def bench_concurrency(repeats: int) -> None:
     )
 
 
+def turn_times(updates: Any, is_turn_end: Callable[[dict[str, Any]], bool]) -> list[float]:
+    """Seconds each turn took, from a ``stream_mode="updates"`` iterator."""
+    times, last = [], time.perf_counter()
+    for update in updates:
+        if is_turn_end(update):
+            now = time.perf_counter()
+            times.append(now - last)
+            last = now
+    return times
+
+
+def growth_ours(folder: str, turns: int) -> list[float]:
+    from graphs.persistence import open_db
+
+    replies = [f"Thought: step {i}.\nAction: echo[{i}]" for i in range(turns)]
+    model = ScriptedChatModel(replies=[*replies, "Final Answer: done"], report_usage=True)
+    with open_db(f"{folder}/ours.sqlite") as (saver, _):
+        graph = build_graph(
+            "notes",
+            model=model,
+            tools=[echo],
+            checkpointer=saver,
+            max_turns=turns + 1,
+            notes_dir=f"{folder}/notes",
+        )
+        updates = graph.stream(
+            {"question": QUESTION}, {"configurable": {"thread_id": "g"}}, stream_mode="updates"
+        )
+        return turn_times(updates, lambda u: "run_tool" in u)
+
+
+def growth_prebuilt(folder: str, turns: int) -> list[float]:
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+    saver = SqliteSaver(sqlite3.connect(f"{folder}/prebuilt.sqlite", check_same_thread=False))
+    agent = create_react_agent(ToolCallingScript(turns=turns), [echo], checkpointer=saver)
+    updates = agent.stream(
+        {"messages": [("user", QUESTION)]},
+        {"configurable": {"thread_id": "g"}, "recursion_limit": 4 * turns},
+        stream_mode="updates",
+    )
+    return turn_times(updates, lambda u: "tools" in u)
+
+
+def bench_growth(repeats: int) -> None:
+    import tempfile
+
+    print("## Growth with a checkpointer (SQLite file, sync durability for reactgraph)\n")
+    print(
+        "Milliseconds per turn around turn 20 (turns 16-25) and turn 200 (196-205) of one "
+        "210-turn run, instant model and tool; medians.\n"
+    )
+    print("| contender | at turn 20 | at turn 200 | 200 / 20 | mean over 40 | mean over 200 |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, run in (("reactgraph notes", growth_ours), ("LangGraph prebuilt", growth_prebuilt)):
+        with tempfile.TemporaryDirectory() as folder:
+            times = run(folder, 210)
+        early = statistics.median(times[15:25]) * 1000
+        late = statistics.median(times[195:205]) * 1000
+        mean40 = statistics.mean(times[:40]) * 1000
+        mean200 = statistics.mean(times[:200]) * 1000
+        print(
+            f"| {name} | {early:.2f} | {late:.2f} | {late / early:.2f}x | {mean40:.2f} | "
+            f"{mean200:.2f} |"
+        )
+    print("\n- goal: reactgraph notes at turn 200 within 1.5x of turn 20\n")
+
+
 SECTIONS = {
     "overhead": bench_overhead,
     "prompt-tokens": bench_prompt_tokens,
     "compaction": bench_compaction,
     "concurrency": bench_concurrency,
+    "growth": bench_growth,
 }
 
 
