@@ -11,6 +11,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import START, StateGraph
 
+from graphs.models import chat_model
 from nodes.control import parse_reply, start_run
 from nodes.deps import Deps, TokenCounterFn, make_deps
 from nodes.model import acall_model, call_model
@@ -44,6 +45,11 @@ def twin(name: str, sync: Any, async_: Any, **bound: Any) -> Twin:
     return Twin(name, partial(sync, **bound), partial(async_, **bound))
 
 
+def _openai_compatible(name: str, base_url: str | None) -> BaseChatModel:
+    """A run's context may name another model: an OpenAI-compatible one, by name and URL."""
+    return chat_model(name, base_url=base_url)
+
+
 def core_builder(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
@@ -61,6 +67,7 @@ def core_builder(
         make_settings(base, **settings),
         token_counter=token_counter,
         extra_actions=extra_actions,
+        model_factory=_openai_compatible,
     )
     builder = StateGraph(State, context_schema=RunContext, input_schema=InputState)
     builder.add_node("start_run", partial(start_run, deps=deps))

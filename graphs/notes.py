@@ -16,7 +16,6 @@ from langgraph.store.base import BaseStore
 
 from graphs.assembly import core_builder
 from nodes import notes, prompts
-from nodes.settings import DEFAULTS as BASE
 
 DEFAULTS: dict[str, Any] = {"max_turns": 40, "window_turns": 8}
 
@@ -32,8 +31,7 @@ def build(
     if store is not None and not isinstance(store, BaseStore):
         raise TypeError(f"store must be a LangGraph BaseStore, got {type(store).__name__}")
     settings = {**DEFAULTS, **settings}
-    limit = settings.get("max_notes_chars", BASE["max_notes_chars"])
-    action = (notes.UPDATE_NOTES, prompts.UPDATE_NOTES_DESCRIPTION.format(limit=limit))
+    action = (notes.UPDATE_NOTES, prompts.UPDATE_NOTES_DESCRIPTION)
     builder, _ = core_builder(model, tools, settings, extra_actions=[action])
     backend = notes.StoreNotes(store) if store is not None else None
     builder.add_node("load_notes", partial(notes.load_notes, backend=backend))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ from nodes.tokens import TokenCounter
 logger = logging.getLogger(__name__)
 
 TokenCounterFn = Callable[[Sequence[BaseMessage]], int]
+ModelFactory = Callable[[str, str | None], BaseChatModel]
 
 
 def model_name(model: BaseChatModel) -> str | None:
@@ -47,6 +49,27 @@ class Deps:
     token_counter: TokenCounterFn
     caller: ModelCaller
     extra_actions: tuple[str, ...] = field(default=())
+    model_factory: ModelFactory | None = None
+    _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def caller_for(self, settings: Settings) -> ModelCaller:
+        """The built model's caller, or one for the run's ``model_name``/``base_url``."""
+        name, url = settings.get("model_name"), settings.get("base_url")
+        if not name and not url:
+            return self.caller
+        if self.model_factory is None:
+            raise ValueError("this graph cannot switch models per run (no model factory)")
+        with self._lock:
+            caller = self._callers.get((name, url))
+            if caller is None:
+                chosen = name or model_name(self.model) or "gpt-4o-mini"
+                model = self.model_factory(chosen, url)
+                caller = ModelCaller(
+                    model, chosen, self.defaults["model_retries"], self.defaults["retry_backoff_s"]
+                )
+                self._callers[(name, url)] = caller
+            return caller
 
     @property
     def action_names(self) -> list[str]:
@@ -61,6 +84,7 @@ def make_deps(
     *,
     token_counter: TokenCounterFn | None = None,
     extra_actions: Sequence[tuple[str, str]] = (),
+    model_factory: ModelFactory | None = None,
 ) -> Deps:
     """Check the developer's objects and bundle them; misuse raises TypeError/ValueError."""
     if not isinstance(model, BaseChatModel):
@@ -89,4 +113,5 @@ def make_deps(
             model, model_name(model), defaults["model_retries"], defaults["retry_backoff_s"]
         ),
         extra_actions=tuple(name for name, _ in extra_actions),
+        model_factory=model_factory,
     )

@@ -62,34 +62,36 @@ def _reply(deps: Deps, messages: list[BaseMessage], message: Any, latency: float
     )
 
 
-def invoke_model(deps: Deps, messages: list[BaseMessage], config: RunnableConfig) -> ModelReply:
+def invoke_model(
+    deps: Deps, state: State, messages: list[BaseMessage], config: RunnableConfig
+) -> ModelReply:
     """One model call with the stop sequence, retried on transient faults."""
     _log_prompt(messages)
     started = time.perf_counter()
-    message = deps.caller.invoke(messages, config, STOP)
+    message = deps.caller_for(state["settings"]).invoke(messages, config, STOP)
     return _reply(deps, messages, message, time.perf_counter() - started)
 
 
 async def ainvoke_model(
-    deps: Deps, messages: list[BaseMessage], config: RunnableConfig
+    deps: Deps, state: State, messages: list[BaseMessage], config: RunnableConfig
 ) -> ModelReply:
     """The async twin of ``invoke_model``."""
     _log_prompt(messages)
     started = time.perf_counter()
-    message = await deps.caller.ainvoke(messages, config, STOP)
+    message = await deps.caller_for(state["settings"]).ainvoke(messages, config, STOP)
     return _reply(deps, messages, message, time.perf_counter() - started)
 
 
 def call_model(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
     """Render the model's view of the transcript and ask the model for the next turn."""
     messages = render_prompt(state, deps.tool_descriptions)
-    return {"reply": invoke_model(deps, messages, config), "parsed": None}
+    return {"reply": invoke_model(deps, state, messages, config), "parsed": None}
 
 
 async def acall_model(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
     """The async twin of ``call_model``."""
     messages = render_prompt(state, deps.tool_descriptions)
-    return {"reply": await ainvoke_model(deps, messages, config), "parsed": None}
+    return {"reply": await ainvoke_model(deps, state, messages, config), "parsed": None}
 
 
 def _forced_prompt(state: State, deps: Deps) -> list[BaseMessage]:
@@ -118,11 +120,11 @@ def _forced_update(state: State, deps: Deps, reply: ModelReply) -> dict[str, Any
 
 def force_answer(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
     """At the turn cap: one last call that must answer; its answer ends the run."""
-    reply = invoke_model(deps, _forced_prompt(state, deps), config)
+    reply = invoke_model(deps, state, _forced_prompt(state, deps), config)
     return _forced_update(state, deps, reply)
 
 
 async def aforce_answer(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
     """The async twin of ``force_answer``."""
-    reply = await ainvoke_model(deps, _forced_prompt(state, deps), config)
+    reply = await ainvoke_model(deps, state, _forced_prompt(state, deps), config)
     return _forced_update(state, deps, reply)

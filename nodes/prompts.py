@@ -63,9 +63,11 @@ TOOL_TIMEOUT = "Error: {name} timed out after {seconds:g} s. Try a different app
 TOOL_BAD_INPUT = "Error: {name} expects a JSON object with the keys {keys}; {problem}"
 
 # The notes variant.
+# Filled in per run, since a run's context may change the limit.
+NOTES_LIMIT = "<max_notes_chars>"
 UPDATE_NOTES_DESCRIPTION = (
     "replace your notes (plan, findings with sources, next steps) with the text; at most "
-    "{limit} characters. Older turns drop out of view, the notes stay."
+    "<max_notes_chars> characters. Older turns drop out of view, the notes stay."
 )
 NOTES_BLOCK = "Your notes (kept across turns; replace them with update_notes[text]):\n{notes}"
 NOTES_EMPTY = "(empty)"

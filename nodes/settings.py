@@ -42,6 +42,10 @@ class Settings(TypedDict):
     """Retries of a model call after a transient fault (429, 5xx, timeout)."""
     retry_backoff_s: float
     """First backoff between retries, doubled each time, unless the server sends Retry-After."""
+    model_name: str | None
+    """A model to call instead of the built one (an OpenAI-compatible name); None: the built."""
+    base_url: str | None
+    """The OpenAI-compatible server of ``model_name``; None: OpenAI (or OPENAI_BASE_URL)."""
 
 
 DEFAULTS = Settings(
@@ -57,6 +61,8 @@ DEFAULTS = Settings(
     context_window=128_000,
     model_retries=3,
     retry_backoff_s=0.5,
+    model_name=None,
+    base_url=None,
 )
 
 
@@ -90,6 +96,10 @@ def make_settings(base: Settings = DEFAULTS, **overrides: Any) -> Settings:
     if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not backoff >= 0:
         raise ValueError(f"retry_backoff_s must be a number >= 0, got {backoff!r}")
     settings["retry_backoff_s"] = float(backoff)
+    for name in ("model_name", "base_url"):
+        value = settings[name]
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ValueError(f"{name} must be a non-empty string or None, got {value!r}")
     _check_int("context_window", settings["context_window"], 1)
     threshold = settings["compaction_threshold"]
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):
@@ -118,7 +128,18 @@ class RunContext:
     tool_timeout: float | None = _describe("Seconds a tool call may take.")
     max_observation_chars: int | None = _describe("Longest Observation kept before cutting.")
     stuck_repeats: int | None = _describe("Identical actions in a row that end the run as stuck.")
-    window_turns: int | None = _describe("Recent turns the model sees (None: all).")
+    window_turns: int | None = _describe("Notes variant: recent turns the model sees.")
+    max_notes_chars: int | None = _describe("Notes variant: longest notes update_notes accepts.")
+    compaction_threshold: float | None = _describe(
+        "Compaction variant: compact at this share of the context window (0-1]."
+    )
+    keep_turns: int | None = _describe("Compaction variant: turns kept verbatim through one.")
+    model_name: str | None = _describe(
+        "Model to call for this run (OpenAI-compatible name); empty: the built model."
+    )
+    base_url: str | None = _describe(
+        "OpenAI-compatible server URL for model_name (vLLM, Ollama, llama.cpp, LM Studio)."
+    )
 
     def overrides(self) -> dict[str, Any]:
         """The fields this context sets, by name."""

@@ -28,10 +28,9 @@ def _turn_messages(text: str, observation: str | None) -> tuple[BaseMessage, ...
 
 
 @functools.lru_cache(maxsize=256)
-def _opening(tool_descriptions: str, question: str) -> HumanMessage:
-    return HumanMessage(
-        prompts.REACT_PROMPT.format(tool_descriptions=tool_descriptions, question=question)
-    )
+def _opening(tool_descriptions: str, question: str, notes_limit: int) -> HumanMessage:
+    described = tool_descriptions.replace(prompts.NOTES_LIMIT, str(notes_limit))
+    return HumanMessage(prompts.REACT_PROMPT.format(tool_descriptions=described, question=question))
 
 
 @functools.lru_cache(maxsize=256)
@@ -61,7 +60,10 @@ def visible_turns(state: State) -> list[Turn]:
 def render_prompt(state: State, tool_descriptions: str) -> list[BaseMessage]:
     """The messages for the next model call: the filled ReAct prompt, the notes when the run
     keeps notes, the summary when the run was compacted, then the visible turns."""
-    messages: list[BaseMessage] = [_opening(tool_descriptions, state["question"])]
+    settings = state["settings"]
+    messages: list[BaseMessage] = [
+        _opening(tool_descriptions, state["question"], settings["max_notes_chars"])
+    ]
     notes = state.get("notes")
     if notes is not None:
         messages.append(_notes_message(notes, bool(state.get("resumed_notes"))))

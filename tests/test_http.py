@@ -244,3 +244,18 @@ def test_a_failing_run_does_not_stop_the_batch(openai_server: FakeOpenAIServer) 
     assert "bad request" in results[0]["error"]
     with pytest.raises(ValueError):
         run_batch(graph, ["a"], concurrency=0)
+
+
+def test_a_runs_context_can_switch_to_another_openai_compatible_model(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    from graphs.scripted import ScriptedChatModel
+    from nodes.settings import RunContext
+
+    openai_server.script.extend(["Final Answer: from the server"])
+    built = ScriptedChatModel(replies=[])
+    graph = build_graph("transcript", model=built, tools=[calculator])
+    context = RunContext(model_name="served-model", base_url=openai_server.url)
+    out = graph.invoke({"question": "q"}, context=context)
+    assert out["answer"] == "from the server" and built.calls == []
+    assert openai_server.requests[0]["model"] == "served-model"

@@ -222,3 +222,14 @@ def test_saved_notes_are_not_repeated_in_the_window(backend: dict) -> None:
     assert model.prompts[1].count(notes) == 1
     assert "Thought: save." in model.prompts[1]
     assert notes in out["turns"][0]["reply"]  # the record keeps the raw reply
+
+
+def test_a_runs_context_changes_the_notes_limit_and_its_description(backend: dict) -> None:
+    from nodes.settings import RunContext
+
+    model = fake_model("Action: update_notes[" + "n" * 30 + "]", answer("ok"))
+    out = notes_graph(model, backend, max_notes_chars=100).invoke(
+        {"question": "q"}, config("t8"), context=RunContext(max_notes_chars=20)
+    )
+    assert "at most 20 characters" in model.prompts[0]
+    assert "limit of 20" in out["turns"][0]["observation"]
