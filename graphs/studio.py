@@ -1,0 +1,29 @@
+"""The three graphs as LangGraph server entry points (see ``langgraph.json``).
+
+They are compiled without a checkpointer: the server brings its own. The model comes from
+``REACTGRAPH_MODEL``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` (see ``.env.example``), and a
+run's context can switch it (``model_name``, ``base_url``) along with every other setting.
+"""
+
+from __future__ import annotations
+
+import os
+
+from langchain_core.language_models import BaseChatModel
+
+from graphs import build_graph
+from graphs.models import chat_model
+from tools import calculator, search_tools
+
+
+def _model() -> BaseChatModel:
+    name = os.environ.get("REACTGRAPH_MODEL") or "gpt-4o-mini"
+    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    # Without a key the graphs still load (and show in Studio); a call then answers 401.
+    key = os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else "missing-key")
+    return chat_model(name, base_url=base_url, api_key=key)
+
+
+transcript = build_graph("transcript", model=_model(), tools=[*search_tools(), calculator])
+notes = build_graph("notes", model=_model(), tools=[*search_tools(), calculator])
+compaction = build_graph("compaction", model=_model(), tools=[*search_tools(), calculator])
