@@ -11,12 +11,12 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test bench lint format
+.PHONY: demo test bench drawings format
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -29,6 +29,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PYTHON) bench/bench.py
+
+drawings: $(STAMP)
+	for variant in transcript notes compaction; do \
+		$(VENV)/bin/reactgraph graph $$variant --png notebooks/drawings/$$variant.png; done
 
 format: $(STAMP)
 	$(PYTHON) -m ruff format .

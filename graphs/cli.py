@@ -16,6 +16,7 @@ from graphs.commands import (
     cmd_ask,
     cmd_batch,
     cmd_demo,
+    cmd_graph,
     cmd_resume,
     cmd_show,
     cmd_threads,
@@ -96,6 +97,10 @@ def make_parser() -> Parser:
     batch.add_argument("--out", required=True, help="JSONL results, appended as runs finish")
     batch.add_argument("--concurrency", type=positive_int, default=8)
     batch.set_defaults(handler=cmd_batch)
+    graph = commands.add_parser("graph", help="draw a variant (Mermaid text, or --png FILE)")
+    graph.add_argument("variant", choices=VARIANTS)
+    graph.add_argument("--png", help="write a PNG here instead (offline, via pygraphviz)")
+    graph.set_defaults(handler=cmd_graph)
     demo = commands.add_parser("demo", help="offline demo with a scripted model")
     demo.set_defaults(handler=cmd_demo)
     return parser

@@ -191,3 +191,23 @@ def cmd_batch(args: argparse.Namespace) -> int:
     )
     graph = build_for(record, model)
     return run_file(graph, args.questions, args.out, args.concurrency)
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    """Print a variant's Mermaid drawing, or write it as a PNG (pygraphviz, no network)."""
+    graph = build_graph(
+        args.variant,
+        model=ScriptedChatModel(),
+        tools=[],
+        **({"context_window": 128_000} if args.variant == "compaction" else {}),
+    )
+    drawing = graph.get_graph()
+    if args.png is None:
+        out.console.print(drawing.draw_mermaid(), markup=False)
+        return 0
+    try:
+        drawing.draw_png(args.png)
+    except ImportError:
+        raise UsageError("writing a PNG needs pygraphviz: pip install 'reactgraph[draw]'") from None
+    out.console.print(f"wrote {args.png}")
+    return 0

@@ -119,7 +119,8 @@ class ModelCaller:
             raise error
         if attempt > self.retries:
             raise ModelCallError(
-                f"the model call failed after {attempt} attempts: {type(error).__name__}: {error}"
+                f"the model call failed after {attempt} attempt{'s' if attempt > 1 else ''}: "
+                f"{type(error).__name__}: {error}"
             ) from error
         delay = retry_after(error)
         if delay is None:

@@ -204,3 +204,14 @@ def test_in_process(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["threads", "--db", str(tmp_path / "empty.sqlite")]) == 0
     assert "no threads" in capsys.readouterr().out
     assert main(["show", "ghost", "--db", str(tmp_path / "empty.sqlite")]) == 2
+
+
+def test_graph_prints_mermaid_and_writes_a_png(tmp_path: Path) -> None:
+    mermaid = cli("graph", "notes")
+    assert mermaid.returncode == 0, mermaid.stderr
+    assert "parse_reply -.-> update_notes;" in mermaid.stdout
+    assert "update_notes -.-> stop_run;" in mermaid.stdout
+    target = tmp_path / "notes.png"
+    png = cli("graph", "compaction", "--png", str(target))
+    assert png.returncode == 0, png.stderr
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
