@@ -8,6 +8,7 @@ import concurrent.futures
 import functools
 import json
 import logging
+import threading
 import time
 from typing import Any
 
@@ -62,9 +63,26 @@ def _as_text(result: Any) -> str:
         return str(result)
 
 
-# Sync tools run on worker threads so a hung tool costs its timeout and no more (Python cannot
-# kill a thread; the worker is freed when the tool returns). Many workers, since hung ones stay.
-_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
+class _DaemonThreads(concurrent.futures.Executor):
+    """One daemon thread per call. A hung tool costs its timeout and no more: Python cannot kill
+    a thread, but a daemon one never keeps the process from exiting (a pool's threads would)."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as error:
+                future.set_exception(error)
+
+        threading.Thread(target=run, name="tool", daemon=True).start()
+        return future
+
+
+_WORKERS = _DaemonThreads()
 
 
 def _failure(tool: BaseTool, error: BaseException | None, timeout: float) -> str:
@@ -85,7 +103,6 @@ def call_tool(tool: BaseTool, tool_input: str, timeout: float, config: RunnableC
     try:
         result = future.result(timeout)
     except concurrent.futures.TimeoutError:
-        future.cancel()  # still queued behind hung tools: never start it
         return _failure(tool, None, timeout)
     except Exception as error:
         return _failure(tool, error, timeout)

@@ -217,3 +217,33 @@ def test_unknown_variant_and_empty_question() -> None:
     graph = build_graph("transcript", model=fake_model(), tools=[])
     with pytest.raises(ValueError, match="question"):
         graph.invoke({"question": "  "})
+
+
+def test_a_hung_tool_does_not_keep_the_process_alive() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import time\n"
+        "from langchain_core.tools import tool\n"
+        "from graphs import build_graph\n"
+        "from tests.fakes import fake_model, action, answer\n"
+        "@tool\n"
+        "def hang(text: str) -> str:\n"
+        "    '''Never returns in time.'''\n"
+        "    time.sleep(120)\n"
+        "    return 'late'\n"
+        "model = fake_model(action('hang', 'x'), answer('ok'))\n"
+        "out = build_graph('transcript', model=model, tools=[hang], tool_timeout=0.2)"
+        ".invoke({'question': 'q'})\n"
+        "print(out['status'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "answered", result.stderr
