@@ -110,8 +110,11 @@ def call_tool(tool: BaseTool, tool_input: str, timeout: float, config: RunnableC
 
 
 def _is_async(tool: BaseTool) -> bool:
-    coroutine = getattr(tool, "coroutine", None)
-    return coroutine is not None or type(tool)._arun is not BaseTool._arun
+    """Whether the tool has its own async body (else ``ainvoke`` would park the sync one on the
+    event loop's default executor, which the loop waits for when it closes)."""
+    if hasattr(tool, "coroutine"):  # StructuredTool and Tool
+        return tool.coroutine is not None
+    return type(tool)._arun is not BaseTool._arun
 
 
 async def acall_tool(

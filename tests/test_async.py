@@ -45,3 +45,22 @@ def test_compaction_async() -> None:
     out = asyncio.run(graph.ainvoke({"question": "q"}))
     assert out["summary"] == "the summary" and out["status"] == "answered"
     assert "the summary" in model.prompts[3] and "echo: 2" not in model.prompts[3]
+
+
+def test_sync_tools_run_on_the_tool_threads_not_the_loops_executor() -> None:
+    import threading
+
+    from langchain_core.tools import tool
+
+    seen: list[str] = []
+
+    @tool
+    def where(text: str) -> str:
+        """Records the thread it runs on."""
+        seen.append(threading.current_thread().name)
+        return "here"
+
+    model = fake_model(action("where", "x"), answer("done"))
+    graph = build_graph("transcript", model=model, tools=[where])
+    asyncio.run(graph.ainvoke({"question": "q"}))
+    assert seen == ["tool"]  # a daemon tool thread: a hung tool cannot hold up loop shutdown
