@@ -37,6 +37,20 @@ def prompt_text(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(message_text(m) for m in messages)
 
 
+SEED = [
+    "Thought: I need the Eiffel Tower's completion.\nAction: search[Eiffel Tower]",
+    "Thought: Now the Golden Gate.\nAction: search[Golden Gate Bridge]",
+    "Thought: Subtract.\nAction: calculator[1937-1889]",
+    "Thought: I now have enough information.\nFinal Answer: 48",
+]
+
+
+def seed_responder(request: dict[str, Any]) -> str:
+    """The seed script for the test server, per conversation: any number of runs at once."""
+    done = sum(str(m["content"]).startswith("Observation:") for m in request["messages"])
+    return SEED[min(done, len(SEED) - 1)]
+
+
 def fake_model(*replies: Reply, **options: Any) -> FakeChatModel:
     """A FakeChatModel with these replies."""
     return FakeChatModel(replies=list(replies), **options)

@@ -13,20 +13,7 @@ from pathlib import Path
 import pytest
 
 from graphs.cli import main
-from tests.fakes import FakeOpenAIServer
-
-SEED = [
-    "Thought: I need the Eiffel Tower's completion.\nAction: search[Eiffel Tower]",
-    "Thought: Now the Golden Gate.\nAction: search[Golden Gate Bridge]",
-    "Thought: Subtract.\nAction: calculator[1937-1889]",
-    "Thought: I now have enough information.\nFinal Answer: 48",
-]
-
-
-def seed_responder(request: dict) -> str:
-    """Each conversation follows the seed script, whatever else runs at the same time."""
-    done = sum(str(m["content"]).startswith("Observation:") for m in request["messages"])
-    return SEED[min(done, 3)]
+from tests.fakes import FakeOpenAIServer, seed_responder
 
 
 def cli(

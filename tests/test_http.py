@@ -13,15 +13,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from graphs import build_graph
 from graphs.models import chat_model
 from nodes.providers import ModelCallError
-from tests.fakes import FakeOpenAIServer, Fault, Hang, ToolLog, sleepy
+from tests.fakes import SEED, FakeOpenAIServer, Fault, Hang, ToolLog, sleepy
 from tools import calculator, search_tools
-
-SEED = [
-    "Thought: I need the Eiffel Tower's completion.\nAction: search[Eiffel Tower]",
-    "Thought: Now the Golden Gate.\nAction: search[Golden Gate]",
-    "Thought: Subtract.\nAction: calculator[1937-1889]",
-    "Thought: I now have enough information.\nFinal Answer: 48",
-]
 
 
 def seed_graph(server: FakeOpenAIServer, log: ToolLog, model: str = "gpt-4o-mini", **kwargs):
@@ -39,7 +32,7 @@ def test_seed_scenario_over_http(openai_server: FakeOpenAIServer) -> None:
     assert out["answer"] == "48" and out["status"] == "answered"
     assert log.calls == [
         ("search", "Eiffel Tower"),
-        ("search", "Golden Gate"),
+        ("search", "Golden Gate Bridge"),
         ("calculator", "1937-1889"),
     ]
     assert len(openai_server.requests) == 4

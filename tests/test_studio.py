@@ -16,36 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes import FakeOpenAIServer
+from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.test_graph_shapes import SHAPES
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
-SEED = [
-    "Thought: I need the Eiffel Tower's completion.\nAction: search[Eiffel Tower]",
-    "Thought: Now the Golden Gate.\nAction: search[Golden Gate Bridge]",
-    "Thought: Subtract.\nAction: calculator[1937-1889]",
-    "Thought: I now have enough information.\nFinal Answer: 48",
-]
-NODES = {
-    "transcript": {"start_run", "call_model", "parse_reply", "run_tool", "force_answer"},
-    "notes": {
-        "start_run",
-        "load_notes",
-        "call_model",
-        "parse_reply",
-        "run_tool",
-        "update_notes",
-        "stop_run",
-    },
-    "compaction": {
-        "start_run",
-        "compact_history",
-        "call_model",
-        "parse_reply",
-        "run_tool",
-        "force_answer",
-    },
-}
 
 
 def free_port() -> int:
@@ -115,11 +90,6 @@ def stop(server: subprocess.Popen) -> None:
         server.wait(10)
 
 
-def seed_responder(request: dict) -> str:
-    done = sum(str(m["content"]).startswith("Observation:") for m in request["messages"])
-    return SEED[min(done, 3)]
-
-
 def test_studio_serves_the_three_graphs_end_to_end(
     studio: str, openai_server: FakeOpenAIServer
 ) -> None:
@@ -128,8 +98,8 @@ def test_studio_serves_the_three_graphs_end_to_end(
     openai_server.responder = seed_responder
     client = get_sync_client(url=studio)
     assistants = {a["graph_id"]: a for a in client.assistants.search(limit=20)}
-    assert set(assistants) >= set(NODES)
-    for variant, nodes in NODES.items():
+    assert set(assistants) >= set(SHAPES)
+    for variant, (nodes, _) in SHAPES.items():
         assistant = assistants[variant]["assistant_id"]
         drawing = client.assistants.get_graph(assistant)
         assert {n["id"] for n in drawing["nodes"]} - {"__start__", "__end__"} == nodes
