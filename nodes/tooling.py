@@ -8,6 +8,7 @@ import concurrent.futures
 import functools
 import json
 import logging
+import queue
 import threading
 import time
 from typing import Any
@@ -64,22 +65,36 @@ def _as_text(result: Any) -> str:
 
 
 class _DaemonThreads(concurrent.futures.Executor):
-    """One daemon thread per call. A hung tool costs its timeout and no more: Python cannot kill
-    a thread, but a daemon one never keeps the process from exiting (a pool's threads would)."""
+    """Reused daemon worker threads. A hung tool costs its timeout and no more: Python cannot
+    kill a thread, but a daemon one never keeps the process from exiting (a ThreadPoolExecutor's
+    threads would). A new worker starts whenever none is idle, so hung tools never queue work."""
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(fn(*args, **kwargs))
-            except BaseException as error:
-                future.set_exception(error)
-
-        threading.Thread(target=run, name="tool", daemon=True).start()
+        self._work.put((future, fn, args, kwargs))
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1  # an idle worker will take it
+        if spawn:
+            threading.Thread(target=self._serve, name="tool", daemon=True).start()
         return future
+
+    def _serve(self) -> None:
+        while True:
+            future, fn, args, kwargs = self._work.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as error:
+                    future.set_exception(error)
+            with self._lock:
+                self._idle += 1
 
 
 _WORKERS = _DaemonThreads()
