@@ -202,3 +202,35 @@ def test_graph_prints_mermaid_and_writes_a_png(tmp_path: Path) -> None:
     png = cli("graph", "compaction", "--png", str(target))
     assert png.returncode == 0, png.stderr
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_notes_in_the_database_with_the_notes_variant(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from graphs.persistence import open_db
+
+    def responder(request: dict) -> str:
+        if not any("Observation:" in str(m["content"])[:12] for m in request["messages"]):
+            return "Action: update_notes[- [ ] find both years]"
+        return "Final Answer: 48"
+
+    openai_server.responder = responder
+    db = str(tmp_path / "runs.sqlite")
+    result = cli(
+        "ask",
+        "q",
+        "--variant",
+        "notes",
+        "--notes-in-db",
+        "--base-url",
+        openai_server.url,
+        "--db",
+        db,
+        "--thread",
+        "n1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "find both years" in cli("show", "n1", "--db", db).stdout
+    with open_db(db) as (_, store):
+        assert store.get(("reactgraph", "notes"), "n1").value["text"] == "- [ ] find both years"
+    assert not (tmp_path / "runs").exists()
