@@ -133,6 +133,7 @@ async def asummarize(summarizer: BaseChatModel, request: str, config: RunnableCo
 @dataclass(frozen=True)
 class _Plan:
     before: int
+    limit: float
     window: list[Turn]
     kept: list[Turn]
     request: str
@@ -155,7 +156,7 @@ def _plan(state: State, deps: Deps, compactor: Compactor) -> _Plan | dict[str, A
         )
         return {"status": "context_exhausted"}
     request = summary_request(state["question"], state.get("summary"), dropped, kept)
-    return _Plan(before=before, window=window, kept=kept, request=request)
+    return _Plan(before=before, limit=limit, window=window, kept=kept, request=request)
 
 
 def _compacted(
@@ -183,18 +184,16 @@ def _compacted(
         "summary": summary if summary is not None else state.get("summary"),
     }
     record["tokens_after"] = compactor.counter(render_prompt(fresh, deps.tool_descriptions))
-    settings = state["settings"]
-    limit = settings["compaction_threshold"] * settings["context_window"]
     logger.info(
         "compaction after turn %d: %d -> %d prompt tokens (limit %d)%s",
         done,
         plan.before,
         record["tokens_after"],
-        limit,
+        plan.limit,
         "" if summary else ", no summary",
     )
     update: dict[str, Any] = {"compactions": [record], "summary": fresh["summary"]}
-    if record["tokens_after"] >= limit:
+    if record["tokens_after"] >= plan.limit:
         logger.warning(
             "context exhausted: the fresh window is still %d tokens", record["tokens_after"]
         )

@@ -128,9 +128,10 @@ class StoreNotes:
 
 def load_notes(state: State, *, backend: NotesBackend | None = None) -> dict[str, Any]:
     """Open the run's notes: those an earlier run on the thread left, or a new empty file."""
-    notes = _backend(state, backend).read(state["thread_id"])
+    store = _backend(state, backend)
+    notes = store.read(state["thread_id"])
     if notes is None:
-        _backend(state, backend).write(state["thread_id"], "", turn=0)
+        store.write(state["thread_id"], "", turn=0)
     resumed = bool(notes and notes.strip())
     if resumed:
         logger.info("thread %s resumes from %d characters of notes", state["thread_id"], len(notes))
