@@ -22,8 +22,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from pydantic import PrivateAttr
 
-from graphs import build_graph
-from graphs.scripted import ScriptedChatModel
+from reactgraph import build_graph
+from reactgraph.scripted import ScriptedChatModel
 
 QUESTION = "What do the echoes say?"
 
@@ -229,7 +229,7 @@ def bench_prompt_tokens(repeats: int) -> None:
 def bench_compaction(repeats: int) -> None:
     import tiktoken
 
-    from nodes import compaction
+    from reactgraph.nodes import compaction
 
     print("## Compaction: the token check, and prompt tokens on a 60-turn run\n")
     timings: list[float] = []
@@ -305,7 +305,7 @@ def batch_reply(messages: list[BaseMessage]) -> str:
 async def time_batches(graph: Any, repeats: int) -> tuple[float, float]:
     """Median wall time of one run alone and of ``BATCH_RUNS`` runs at once (one event loop:
     an HTTP client's connection pool belongs to its loop)."""
-    from graphs.batch import run_many
+    from reactgraph.batch import run_many
 
     async def batch(count: int) -> float:
         started = time.perf_counter()
@@ -325,8 +325,8 @@ def bench_concurrency(repeats: int) -> None:
     import sys
     from pathlib import Path
 
-    from graphs.models import chat_model
-    from tools import calculator
+    from reactgraph.models import chat_model
+    from reactgraph.tools import calculator
 
     floor = BATCH_TURNS * LATENCY_S  # one run's model latency: its critical path
     rows = {}
@@ -390,7 +390,7 @@ def turn_times(updates: Any, is_turn_end: Callable[[dict[str, Any]], bool]) -> l
 
 
 def growth_ours(folder: str, turns: int) -> list[float]:
-    from graphs.persistence import open_db
+    from reactgraph.persistence import open_db
 
     replies = [f"Thought: step {i}.\nAction: echo[{i}]" for i in range(turns)]
     model = ScriptedChatModel(replies=[*replies, "Final Answer: done"], report_usage=True)

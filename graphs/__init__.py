@@ -11,8 +11,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from graphs import compaction, notes, transcript
-from nodes.deps import TokenCounterFn
+from reactgraph import compaction, notes, transcript
+from reactgraph.nodes.deps import TokenCounterFn
 
 VARIANTS = ("transcript", "notes", "compaction")
 # LangGraph reads the default durability of a run from this configurable key.

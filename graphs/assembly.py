@@ -11,13 +11,13 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import START, StateGraph
 
-from graphs.models import chat_model
-from nodes.control import parse_reply, start_run
-from nodes.deps import Deps, TokenCounterFn, make_deps
-from nodes.model import acall_model, call_model
-from nodes.settings import DEFAULTS, RunContext, Settings, make_settings
-from nodes.state import InputState, State
-from nodes.tooling import arun_tool, run_tool
+from reactgraph.models import chat_model
+from reactgraph.nodes.control import parse_reply, start_run
+from reactgraph.nodes.deps import Deps, TokenCounterFn, make_deps
+from reactgraph.nodes.model import acall_model, call_model
+from reactgraph.nodes.settings import DEFAULTS, RunContext, Settings, make_settings
+from reactgraph.nodes.state import InputState, State
+from reactgraph.nodes.tooling import arun_tool, run_tool
 
 
 class Twin(Runnable[dict[str, Any], dict[str, Any]]):

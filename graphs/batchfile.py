@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from graphs import console as out
-from graphs.batch import run_many
+from reactgraph import console as out
+from reactgraph.batch import run_many
 
 
 def read_questions(path: str) -> list[tuple[str, str]]:

@@ -9,9 +9,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from graphs import VARIANTS
-from graphs import console as out
-from graphs.commands import (
+from reactgraph import VARIANTS
+from reactgraph import console as out
+from reactgraph.commands import (
     UsageError,
     cmd_ask,
     cmd_batch,
@@ -21,8 +21,8 @@ from graphs.commands import (
     cmd_show,
     cmd_threads,
 )
-from graphs.models import DEFAULT_TIMEOUT_S
-from graphs.persistence import DEFAULT_DB, DatabaseError, ThreadBusy
+from reactgraph.models import DEFAULT_TIMEOUT_S
+from reactgraph.persistence import DEFAULT_DB, DatabaseError, ThreadBusy
 
 DEFAULT_MODEL = "gpt-4o-mini"
 

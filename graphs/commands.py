@@ -1,4 +1,4 @@
-"""What each ``reactgraph`` command does; ``graphs.cli`` parses the arguments."""
+"""What each ``reactgraph`` command does; ``reactgraph.cli`` parses the arguments."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs import build_graph
-from graphs import console as out
-from graphs.models import chat_model
-from graphs.persistence import (
+from reactgraph import build_graph
+from reactgraph import console as out
+from reactgraph.models import chat_model
+from reactgraph.nodes.providers import ModelCallError
+from reactgraph.persistence import (
     DURABILITY,
     RunRecord,
     new_record,
@@ -20,9 +21,8 @@ from graphs.persistence import (
     thread_lock,
     thread_status,
 )
-from graphs.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
-from nodes.providers import ModelCallError
-from tools import DEFAULT_CORPUS, calculator, search_tools
+from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
+from reactgraph.tools import DEFAULT_CORPUS, calculator, search_tools
 
 
 class UsageError(Exception):
@@ -176,7 +176,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from graphs.batchfile import run_file
+    from reactgraph.batchfile import run_file
 
     model = make_model(args.model, args.base_url, args.timeout)
     record = new_record(

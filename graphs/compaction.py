@@ -12,11 +12,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
-from graphs.assembly import core_builder, twin
-from nodes import compaction
-from nodes.control import route_after_parse_reply
-from nodes.deps import TokenCounterFn, model_name
-from nodes.model import aforce_answer, force_answer
+from reactgraph.assembly import core_builder, twin
+from reactgraph.nodes import compaction
+from reactgraph.nodes.control import route_after_parse_reply
+from reactgraph.nodes.deps import TokenCounterFn, model_name
+from reactgraph.nodes.model import aforce_answer, force_answer
 
 DEFAULTS: dict[str, Any] = {"max_turns": 60}
 

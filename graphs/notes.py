@@ -14,8 +14,8 @@ from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from graphs.assembly import core_builder
-from nodes import notes, prompts
+from reactgraph.assembly import core_builder
+from reactgraph.nodes import notes, prompts
 
 DEFAULTS: dict[str, Any] = {"max_turns": 40, "window_turns": 8}
 

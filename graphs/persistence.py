@@ -186,7 +186,7 @@ def thread_lock(db: str, thread_id: str) -> Iterator[None]:
         return
     import fcntl
 
-    from nodes.notes import safe_name
+    from reactgraph.nodes.notes import safe_name
 
     folder = Path(f"{db}.locks")
     folder.mkdir(parents=True, exist_ok=True)

@@ -11,9 +11,9 @@ import os
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs import build_graph
-from graphs.models import chat_model
-from tools import calculator, search_tools
+from reactgraph import build_graph
+from reactgraph.models import chat_model
+from reactgraph.tools import calculator, search_tools
 
 
 def _model() -> BaseChatModel:

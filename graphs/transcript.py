@@ -12,9 +12,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
-from graphs.assembly import core_builder, twin
-from nodes.control import route_after_parse_reply, route_after_run_tool
-from nodes.model import aforce_answer, force_answer
+from reactgraph.assembly import core_builder, twin
+from reactgraph.nodes.control import route_after_parse_reply, route_after_run_tool
+from reactgraph.nodes.model import aforce_answer, force_answer
 
 DEFAULTS: dict[str, Any] = {"max_turns": 10}
 

@@ -12,12 +12,12 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 
-from nodes import control, prompts
-from nodes.deps import Deps, TokenCounterFn
-from nodes.state import CompactionRecord, State, Turn
-from nodes.tokens import message_text
-from nodes.tooling import truncate
-from nodes.transcript import render_prompt, visible_turns
+from reactgraph.nodes import control, prompts
+from reactgraph.nodes.deps import Deps, TokenCounterFn
+from reactgraph.nodes.state import CompactionRecord, State, Turn
+from reactgraph.nodes.tokens import message_text
+from reactgraph.nodes.tooling import truncate
+from reactgraph.nodes.transcript import render_prompt, visible_turns
 
 logger = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from nodes.deps import Deps
-from nodes.parsing import parse_react
-from nodes.settings import RunContext, resolve_settings
-from nodes.state import ParsedReply, State, Turn
-from nodes.transcript import new_turn
+from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.parsing import parse_react
+from reactgraph.nodes.settings import RunContext, resolve_settings
+from reactgraph.nodes.state import ParsedReply, State, Turn
+from reactgraph.nodes.transcript import new_turn
 
 logger = logging.getLogger(__name__)
 

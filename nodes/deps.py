@@ -11,10 +11,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 
-from nodes import prompts
-from nodes.providers import ModelCaller
-from nodes.settings import Settings
-from nodes.tokens import TokenCounter
+from reactgraph.nodes import prompts
+from reactgraph.nodes.providers import ModelCaller
+from reactgraph.nodes.settings import Settings
+from reactgraph.nodes.tokens import TokenCounter
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,9 @@ def make_deps(
         by_name[tool.name] = tool
     if getattr(model, "request_timeout", 0) is None:
         # ChatOpenAI waits forever by default; a hung provider would hang the run.
-        logger.warning("the model has no request timeout; set one (graphs.models.chat_model does)")
+        logger.warning(
+            "the model has no request timeout; set one (reactgraph.models.chat_model does)"
+        )
     if token_counter is not None and not callable(token_counter):
         raise TypeError("token_counter must be callable: token_counter(messages) -> int")
     return Deps(

@@ -12,12 +12,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from nodes import prompts
-from nodes.deps import Deps
-from nodes.parsing import clean_reply, parse_react
-from nodes.state import ModelReply, State
-from nodes.tokens import message_text
-from nodes.transcript import new_turn, render_prompt
+from reactgraph.nodes import prompts
+from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.parsing import clean_reply, parse_react
+from reactgraph.nodes.state import ModelReply, State
+from reactgraph.nodes.tokens import message_text
+from reactgraph.nodes.transcript import new_turn, render_prompt
 
 logger = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from typing import Any, Literal, Protocol
 
 from langgraph.store.base import BaseStore
 
-from nodes import control, prompts
-from nodes.state import State
-from nodes.transcript import new_turn
+from reactgraph.nodes import control, prompts
+from reactgraph.nodes.state import State
+from reactgraph.nodes.transcript import new_turn
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ import json
 import re
 from collections.abc import Iterable
 
-from nodes import prompts
-from nodes.state import ParsedReply
+from reactgraph.nodes import prompts
+from reactgraph.nodes.state import ParsedReply
 
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)

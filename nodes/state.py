@@ -12,7 +12,7 @@ from typing import Annotated, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from nodes.settings import Settings
+from reactgraph.nodes.settings import Settings
 
 Status = Literal["answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"]
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]

@@ -16,10 +16,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from nodes import prompts
-from nodes.deps import Deps
-from nodes.state import State
-from nodes.transcript import new_turn
+from reactgraph.nodes import prompts
+from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.state import State
+from reactgraph.nodes.transcript import new_turn
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import logging
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from nodes import prompts
-from nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
+from reactgraph.nodes import prompts
+from reactgraph.nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
 
 logger = logging.getLogger(__name__)
 

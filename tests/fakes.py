@@ -14,8 +14,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
 
-from graphs.scripted import Reply, ScriptedChatModel
-from nodes.tokens import message_text
+from reactgraph.nodes.tokens import message_text
+from reactgraph.scripted import Reply, ScriptedChatModel
 
 
 class FakeChatModel(ScriptedChatModel):

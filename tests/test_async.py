@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from graphs import build_graph
+from reactgraph import build_graph
 from tests.fakes import ToolLog, action, answer, fake_model, prompt_text
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from graphs.cli import main
+from reactgraph.cli import main
 from tests.fakes import FakeOpenAIServer, seed_responder
 
 
@@ -22,7 +22,7 @@ def cli(
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     environment.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "graphs.cli", *args],
+        [sys.executable, "-m", "reactgraph.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -89,7 +89,7 @@ def test_ctrl_c_saves_the_run_and_resume_finishes_it(
         [
             sys.executable,
             "-m",
-            "graphs.cli",
+            "reactgraph.cli",
             "ask",
             "How many years?",
             "--base-url",
@@ -207,7 +207,7 @@ def test_graph_prints_mermaid_and_writes_a_png(tmp_path: Path) -> None:
 def test_notes_in_the_database_with_the_notes_variant(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    from graphs.persistence import open_db
+    from reactgraph.persistence import open_db
 
     def responder(request: dict) -> str:
         if not any("Observation:" in str(m["content"])[:12] for m in request["messages"]):

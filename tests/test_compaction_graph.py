@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import pytest
 from langchain_core.messages import BaseMessage
 
-from graphs import build_graph
-from nodes.compaction import context_window_for
-from nodes.tokens import TokenCounter
+from reactgraph import build_graph
+from reactgraph.nodes.compaction import context_window_for
+from reactgraph.nodes.tokens import TokenCounter
 from tests.fakes import ToolLog, action, answer, fake_model, prompt_text
 
 QUESTION = "Which page mentions the bridge?"

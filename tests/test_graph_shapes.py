@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphs import build_graph
+from reactgraph import build_graph
 from tests.fakes import fake_model
 
 SHAPES = {

@@ -10,11 +10,11 @@ import pytest
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import build_graph
-from graphs.models import chat_model
-from nodes.providers import ModelCallError
+from reactgraph import build_graph
+from reactgraph.models import chat_model
+from reactgraph.nodes.providers import ModelCallError
+from reactgraph.tools import calculator, search_tools
 from tests.fakes import SEED, FakeOpenAIServer, Fault, Hang, ToolLog, sleepy
-from tools import calculator, search_tools
 
 
 def seed_graph(server: FakeOpenAIServer, log: ToolLog, model: str = "gpt-4o-mini", **kwargs):
@@ -211,7 +211,7 @@ def answer_after_two_tools(request: dict) -> str:
 def test_run_batch_bounds_concurrency_and_reports_each_run(
     openai_server: FakeOpenAIServer,
 ) -> None:
-    from graphs.batch import run_batch
+    from reactgraph.batch import run_batch
 
     openai_server.responder = answer_after_two_tools
     openai_server.latency_s = 0.05
@@ -226,7 +226,7 @@ def test_run_batch_bounds_concurrency_and_reports_each_run(
 
 
 def test_a_failing_run_does_not_stop_the_batch(openai_server: FakeOpenAIServer) -> None:
-    from graphs.batch import run_batch
+    from reactgraph.batch import run_batch
 
     openai_server.script.append(Fault(400, "bad request"))
     openai_server.responder = lambda request: "Final Answer: ok"
@@ -242,8 +242,8 @@ def test_a_failing_run_does_not_stop_the_batch(openai_server: FakeOpenAIServer) 
 def test_a_runs_context_can_switch_to_another_openai_compatible_model(
     openai_server: FakeOpenAIServer,
 ) -> None:
-    from graphs.scripted import ScriptedChatModel
-    from nodes.settings import RunContext
+    from reactgraph.nodes.settings import RunContext
+    from reactgraph.scripted import ScriptedChatModel
 
     openai_server.script.extend(["Final Answer: from the server"])
     built = ScriptedChatModel(replies=[])

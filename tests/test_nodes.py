@@ -6,19 +6,19 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from nodes.control import (
+from reactgraph.nodes.control import (
     parse_reply,
     repeats,
     route_after_parse_reply,
     route_after_run_tool,
     start_run,
 )
-from nodes.deps import make_deps
-from nodes.model import call_model
-from nodes.settings import DEFAULTS, RunContext, make_settings
-from nodes.state import ModelReply, State, Turn
-from nodes.tooling import run_tool, truncate
-from nodes.transcript import render_prompt
+from reactgraph.nodes.deps import make_deps
+from reactgraph.nodes.model import call_model
+from reactgraph.nodes.settings import DEFAULTS, RunContext, make_settings
+from reactgraph.nodes.state import ModelReply, State, Turn
+from reactgraph.nodes.tooling import run_tool, truncate
+from reactgraph.nodes.transcript import render_prompt
 from tests.fakes import ToolLog, action, answer, fake_model
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from graphs import build_graph
-from nodes.notes import FileNotes, StoreNotes, safe_name
+from reactgraph import build_graph
+from reactgraph.nodes.notes import FileNotes, StoreNotes, safe_name
 from tests.fakes import ToolLog, action, answer, fake_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +154,7 @@ def test_notes_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 CRASHING_RUN = textwrap.dedent(
     """
     import os, signal, sys
-    from graphs import build_graph
+    from reactgraph import build_graph
     from tests.fakes import fake_model, ToolLog
 
     def die(messages):
@@ -225,7 +225,7 @@ def test_saved_notes_are_not_repeated_in_the_window(backend: dict) -> None:
 
 
 def test_a_runs_context_changes_the_notes_limit_and_its_description(backend: dict) -> None:
-    from nodes.settings import RunContext
+    from reactgraph.nodes.settings import RunContext
 
     model = fake_model("Action: update_notes[" + "n" * 30 + "]", answer("ok"))
     out = notes_graph(model, backend, max_notes_chars=100).invoke(

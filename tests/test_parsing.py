@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodes.parsing import clean_reply, parse_react
+from reactgraph.nodes.parsing import clean_reply, parse_react
 
 TOOLS = ["search", "lookup", "calculator", "update_notes"]
 

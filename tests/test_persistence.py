@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from graphs import build_graph
-from graphs.persistence import (
+from reactgraph import build_graph
+from reactgraph.persistence import (
     ThreadBusy,
     aopen_db,
     is_postgres,
@@ -30,10 +30,10 @@ RUN = textwrap.dedent(
     """
     import json, os, re, signal, sys
     from langchain_core.tools import tool
-    from graphs import build_graph
-    from graphs.persistence import open_db
-    from graphs.scripted import ScriptedChatModel
-    from nodes import notes as notes_module
+    from reactgraph import build_graph
+    from reactgraph.persistence import open_db
+    from reactgraph.scripted import ScriptedChatModel
+    from reactgraph.nodes import notes as notes_module
 
     db, thread, point, mode, work = sys.argv[1:6]
     marker = os.path.join(work, "killed")

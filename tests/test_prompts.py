@@ -6,7 +6,7 @@ import string
 
 import pytest
 
-from nodes import prompts
+from reactgraph.nodes import prompts
 
 FIELDS = {
     "tool_descriptions": "search[input]: look things up",

@@ -9,8 +9,8 @@ import pytest
 import tiktoken
 from langchain_core.messages import AIMessage, HumanMessage
 
-from nodes import tokens
-from nodes.tokens import TokenCounter, encoding_for, estimate_tokens
+from reactgraph.nodes import tokens
+from reactgraph.nodes.tokens import TokenCounter, encoding_for, estimate_tokens
 
 
 @pytest.fixture(autouse=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import LocalCorpus, calculator, search_tools
-from tools.calculator import CalculatorError, evaluate
+from reactgraph.tools import LocalCorpus, calculator, search_tools
+from reactgraph.tools.calculator import CalculatorError, evaluate
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,10 @@ import time
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import build_graph
-from nodes.settings import RunContext
+from reactgraph import build_graph
+from reactgraph.nodes.settings import RunContext
+from reactgraph.tools import calculator, search_tools
 from tests.fakes import ToolLog, action, add, answer, big, explode, fake_model, sleepy
-from tools import calculator, search_tools
 
 CONFIG = {"configurable": {"thread_id": "t1"}}
 
@@ -227,7 +227,7 @@ def test_a_hung_tool_does_not_keep_the_process_alive() -> None:
     script = (
         "import time\n"
         "from langchain_core.tools import tool\n"
-        "from graphs import build_graph\n"
+        "from reactgraph import build_graph\n"
         "from tests.fakes import fake_model, action, answer\n"
         "@tool\n"
         "def hang(text: str) -> str:\n"
