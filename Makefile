@@ -31,7 +31,7 @@ bench: $(STAMP)
 	$(PYTHON) bench/bench.py
 
 drawings: $(STAMP)
-	for variant in transcript notes compaction; do \
+	for variant in $$($(PYTHON) -c "from reactgraph import VARIANTS; print(*VARIANTS)"); do \
 		$(VENV)/bin/reactgraph graph $$variant --png notebooks/drawings/$$variant.png; done
 
 format: $(STAMP)

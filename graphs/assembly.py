@@ -1,79 +1,172 @@
-"""What every variant's graph shares: the state, the context schema and the core nodes."""
+"""The one assembly: any ``Variant`` becomes a graph here, and every router and edge lives here.
+
+    START -> start_run -> [once-per-run steps] -> [every-turn steps] -> call_model
+          -> parse_reply -+-> END                        (final answer, stuck)
+                          +-> run_tool | <action> -+-> first every-turn step, else call_model
+                                                   +-> force_answer | stop_run -> END   (cap)
+
+A node with several possible next nodes returns ``Command(update, goto)``: its router runs in
+the same step, on the state as the node's update leaves it, which spares LangGraph a superstep
+of edge evaluation per node. The destinations are declared, so drawings and Studio still show
+every exit as a conditional edge.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import partial
-from typing import Any
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import GeneratorType
+from typing import Any, Literal
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import get_runtime
+from langgraph.types import Command
 
-from reactgraph.models import chat_model
-from reactgraph.nodes.control import parse_reply, start_run
-from reactgraph.nodes.deps import Deps, TokenCounterFn, make_deps
-from reactgraph.nodes.model import acall_model, call_model
-from reactgraph.nodes.settings import DEFAULTS, RunContext, Settings, make_settings
+from reactgraph.nodes.chat import chat_update
+from reactgraph.nodes.control import parse_reply, start_run, stop_run, turn_cap_reached
+from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.effects import adrive, drive
+from reactgraph.nodes.model import call_model, force_answer
 from reactgraph.nodes.state import InputState, State
-from reactgraph.nodes.tooling import arun_tool, run_tool
+from reactgraph.nodes.tooling import run_tool
+from reactgraph.spec import Body, Variant
+
+Router = Callable[[Mapping[str, Any]], str]
+# Channels whose updates are appended to what the state holds.
+_APPENDED = ("turns", "compactions", "messages")
 
 
-class Twin(Runnable[dict[str, Any], dict[str, Any]]):
-    """A node with a sync and an async body: ``invoke`` runs one, ``ainvoke`` the other, so
-    ``ainvoke``/``astream`` never park a model call or a tool in a thread."""
+class _Joined(Sequence[Any]):
+    """The state's list with a node's appended items, without copying either."""
 
-    def __init__(self, name: str, sync: Any, async_: Any) -> None:
+    def __init__(self, head: Sequence[Any], tail: Sequence[Any]) -> None:
+        self._head, self._tail = head, tail
+
+    def __len__(self) -> int:
+        return len(self._head) + len(self._tail)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(itertools.chain(self._head, self._tail))[index]
+        if index < 0:
+            index += len(self)
+        if index < len(self._head):
+            return self._head[index]
+        return self._tail[index - len(self._head)]
+
+    def __iter__(self) -> Iterator[Any]:
+        return itertools.chain(self._head, self._tail)
+
+
+def after(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """The state as a node's update leaves it, for that node's router."""
+    merged = {**state, **update}
+    for key in _APPENDED:
+        if isinstance(update.get(key), list):
+            merged[key] = _Joined(state.get(key) or [], update[key])
+    return merged
+
+
+class Node(Runnable[State, Any]):
+    """A node body with its sync and async shells (``invoke`` drives its effects blocking,
+    ``ainvoke`` awaits them) and, when it has several exits, its router."""
+
+    def __init__(self, name: str, body: Body, deps: Deps, route: Router | None = None) -> None:
         self.name = name
-        self._sync = sync
-        self._async = async_
+        self._body, self._deps, self._route = body, deps, route
 
-    def invoke(
-        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
-    ) -> dict[str, Any]:
-        return self._sync(input, config or {})
+    def _done(self, state: State, update: dict[str, Any]) -> Any:
+        chat = chat_update(state, update, self._deps.tools)
+        if chat:
+            update = {**update, "messages": chat}
+        if self._route is None:
+            return update
+        return Command(update=update, goto=self._route(after(state, update)))
 
-    async def ainvoke(
-        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
-    ) -> dict[str, Any]:
-        return await self._async(input, config or {})
+    def invoke(self, state: State, config: RunnableConfig | None = None, **_: Any) -> Any:
+        result = self._body(state, config or {}, self._deps)
+        return self._done(state, drive(result) if isinstance(result, GeneratorType) else result)
 
-
-def twin(name: str, sync: Any, async_: Any, **bound: Any) -> Twin:
-    """A ``Twin`` node with the same keyword arguments bound into both bodies."""
-    return Twin(name, partial(sync, **bound), partial(async_, **bound))
-
-
-def _openai_compatible(name: str, base_url: str | None) -> BaseChatModel:
-    """A run's context may name another model: an OpenAI-compatible one, by name and URL."""
-    return chat_model(name, base_url=base_url)
+    async def ainvoke(self, state: State, config: RunnableConfig | None = None, **_: Any) -> Any:
+        result = self._body(state, config or {}, self._deps)
+        update = await adrive(result) if isinstance(result, GeneratorType) else result
+        return self._done(state, update)
 
 
-def core_builder(
-    model: BaseChatModel,
-    tools: Sequence[BaseTool],
-    settings: dict[str, Any],
-    *,
-    token_counter: TokenCounterFn | None = None,
-    extra_actions: Sequence[tuple[str, str]] = (),
-    base: Settings = DEFAULTS,
-) -> tuple[StateGraph, Deps]:
-    """A graph with the shared nodes and the shared edges: START -> start_run and
-    call_model -> parse_reply. Variants add their own nodes and the rest of the wiring."""
-    deps = make_deps(
-        model,
-        tools,
-        make_settings(base, **settings),
-        token_counter=token_counter,
-        extra_actions=extra_actions,
-        model_factory=_openai_compatible,
-    )
-    builder = StateGraph(State, context_schema=RunContext, input_schema=InputState)
-    builder.add_node("start_run", partial(start_run, deps=deps))
-    builder.add_node("call_model", twin("call_model", call_model, acall_model, deps=deps))
-    builder.add_node("parse_reply", partial(parse_reply, deps=deps))
-    builder.add_node("run_tool", twin("run_tool", run_tool, arun_tool, deps=deps))
+# --- The routers: pure functions of the state after the node, returning node names. ---------
+
+
+def route_after_step(after: Mapping[str, Any], next_node: str) -> Literal["__end__"] | str:
+    """After a step that may end the run (compaction's context_exhausted): end, or go on."""
+    return END if after.get("status") else next_node
+
+
+def route_after_parse_reply(
+    after: Mapping[str, Any], actions: frozenset[str]
+) -> Literal["run_tool", "__end__"] | str:
+    """End on a final answer or when stuck; a variant's own action goes to its node; anything
+    else (a tool call or an unreadable reply) completes the turn in run_tool."""
+    if after.get("status"):
+        return END
+    parsed = after["parsed"]
+    if parsed["kind"] == "action" and parsed["action"] in actions:
+        return str(parsed["action"])
+    return "run_tool"
+
+
+def route_after_turn(
+    after: Mapping[str, Any], at_cap: str, loop: str
+) -> Literal["force_answer", "stop_run"] | str:
+    """After a completed turn: the cap exit once ``max_turns`` turns are done, else round again."""
+    return at_cap if turn_cap_reached(after) else loop
+
+
+def _start(variant: Variant) -> Body:
+    """start_run with the run's settings: the built values under the run's context."""
+
+    def body(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:
+        context = get_runtime().context
+        chosen = vars(context) if context is not None else {}
+        return start_run(state, config, deps, {**deps.settings, **chosen})
+
+    return body
+
+
+def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
+    """The variant's graph, not yet compiled."""
+    builder = StateGraph(State, context_schema=context_schema, input_schema=InputState)
+    once = [s for s in variant.before_model if not s.every_turn]
+    looped = [s for s in variant.before_model if s.every_turn]
+    loop = looped[0].name if looped else "call_model"
+    actions = frozenset(a.name for a in variant.actions)
+    chain = ["start_run", *(s.name for s in (*once, *looped)), "call_model"]
+
+    builder.add_node("start_run", Node("start_run", _start(variant), deps))
+    for step, next_node in zip((*once, *looped), chain[2:], strict=True):
+        if step.can_end:
+            route = lambda a, n=next_node: route_after_step(a, n)  # noqa: E731
+            node = Node(step.name, step.body, deps, route)
+            builder.add_node(step.name, node, destinations=(next_node, END))
+        else:
+            builder.add_node(step.name, Node(step.name, step.body, deps))
+            builder.add_edge(step.name, next_node)
     builder.add_edge(START, "start_run")
+    builder.add_edge("start_run", chain[1])
+    builder.add_node("call_model", Node("call_model", call_model, deps))
     builder.add_edge("call_model", "parse_reply")
-    return builder, deps
+
+    parse_route = lambda a: route_after_parse_reply(a, actions)  # noqa: E731
+    builder.add_node(
+        "parse_reply",
+        Node("parse_reply", parse_reply, deps, parse_route),
+        destinations=("run_tool", *sorted(actions), END),
+    )
+    turn_route = lambda a: route_after_turn(a, variant.at_cap, loop)  # noqa: E731
+    for name, body in (("run_tool", run_tool), *((a.name, a.body) for a in variant.actions)):
+        node = Node(name, body, deps, turn_route)
+        builder.add_node(name, node, destinations=(loop, variant.at_cap))
+    at_cap = force_answer if variant.at_cap == "force_answer" else stop_run
+    builder.add_node(variant.at_cap, Node(variant.at_cap, at_cap, deps))
+    builder.add_edge(variant.at_cap, END)
+    return builder

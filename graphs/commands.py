@@ -23,6 +23,7 @@ from reactgraph.persistence import (
 )
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.tools import DEFAULT_CORPUS, calculator, search_tools
+from reactgraph.variants import variant
 
 
 class UsageError(Exception):
@@ -86,7 +87,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     settings: dict[str, Any] = {"tool_timeout": args.tool_timeout}
     if args.max_turns is not None:
         settings["max_turns"] = args.max_turns
-    if args.variant == "notes":
+    spec = variant(args.variant)
+    if spec.setting("notes_dir") is not None:
         settings.update(notes_in_db=args.notes_in_db, notes_dir=args.notes_dir)
     thread = args.thread or uuid.uuid4().hex[:12]
     record = new_record(
@@ -195,12 +197,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 def cmd_graph(args: argparse.Namespace) -> int:
     """Print a variant's Mermaid drawing, or write it as a PNG (pygraphviz, no network)."""
-    graph = build_graph(
-        args.variant,
-        model=ScriptedChatModel(),
-        tools=[],
-        **({"context_window": 128_000} if args.variant == "compaction" else {}),
-    )
+    # A drawing needs no model: a fixed window spares the lookup (and its warning).
+    window = {"context_window": 128_000} if variant(args.variant).setting("context_window") else {}
+    graph = build_graph(args.variant, model=ScriptedChatModel(), tools=[], **window)
     drawing = graph.get_graph()
     if args.png is None:
         out.console.print(drawing.draw_mermaid(), markup=False)

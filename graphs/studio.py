@@ -1,8 +1,9 @@
-"""The three graphs as LangGraph server entry points (see ``langgraph.json``).
+"""Every variant as a LangGraph server entry point (see ``langgraph.json``), one per name in the
+registry.
 
 They are compiled without a checkpointer: the server brings its own. The model comes from
 ``REACTGRAPH_MODEL``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` (see ``.env.example``), and a
-run's context can switch it (``model_name``, ``base_url``) along with every other setting.
+run's context can switch it (``model_name``, ``base_url``) along with the variant's settings.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 
 from langchain_core.language_models import BaseChatModel
 
-from reactgraph import build_graph
+from reactgraph import VARIANTS, build_graph
 from reactgraph.models import chat_model
 from reactgraph.tools import calculator, search_tools
 
@@ -24,6 +25,10 @@ def _model() -> BaseChatModel:
     return chat_model(name, base_url=base_url, api_key=key)
 
 
-transcript = build_graph("transcript", model=_model(), tools=[*search_tools(), calculator])
-notes = build_graph("notes", model=_model(), tools=[*search_tools(), calculator])
-compaction = build_graph("compaction", model=_model(), tools=[*search_tools(), calculator])
+# `langgraph.json` names each graph as an attribute of this module.
+globals().update(
+    {
+        name: build_graph(name, model=_model(), tools=[*search_tools(), calculator])
+        for name in VARIANTS
+    }
+)

@@ -1,21 +1,23 @@
-"""The compaction variant's node: when the prompt nears the context window, summarize the
-history and go on in a fresh window (question, summary, last turns verbatim)."""
+"""Compaction: when the prompt nears the context window, summarize the history and go on in a
+fresh window (question, summary, last turns verbatim). The summarizer is called through the same
+path as the agent (retries, Retry-After, token records)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END
 
-from reactgraph.nodes import control, prompts
-from reactgraph.nodes.deps import Deps, TokenCounterFn
-from reactgraph.nodes.state import CompactionRecord, State, Turn
-from reactgraph.nodes.tokens import message_text
+from reactgraph.nodes import prompts
+from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.effects import Effect
+from reactgraph.nodes.model import ask
+from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.state import CompactionRecord, ModelReply, State, Turn
 from reactgraph.nodes.tooling import truncate
 from reactgraph.nodes.transcript import render_prompt, visible_turns
 
@@ -48,26 +50,25 @@ CONTEXT_WINDOWS: dict[str, int] = {
 }
 
 
-def context_window_for(model_name: str | None) -> int:
-    """The known context window of a model, or 128,000 with a warning."""
+def known_context_window(model_name: str | None) -> int | None:
+    """The context window of a model in the table, matched by the longest name prefix."""
     name = (model_name or "").lower().split("/")[-1]
     matches = [prefix for prefix in CONTEXT_WINDOWS if name.startswith(prefix)]
-    if matches:
-        return CONTEXT_WINDOWS[max(matches, key=len)]
+    return CONTEXT_WINDOWS[max(matches, key=len)] if matches else None
+
+
+def context_window_for(model_name: str | None) -> int:
+    """The known context window of a model, or 128,000 with a warning."""
+    window = known_context_window(model_name)
+    if window is not None:
+        return window
     logger.warning(
-        "context window of model %r unknown; assuming %d tokens (pass context_window=)",
+        "context window of model %r unknown; assuming %d tokens (set context_window, or "
+        "--context-window on the command line)",
         model_name,
         FALLBACK_WINDOW,
     )
     return FALLBACK_WINDOW
-
-
-@dataclass(frozen=True)
-class Compactor:
-    """What compaction needs besides the core deps: the counter and the summarizer."""
-
-    counter: TokenCounterFn
-    summarizer: BaseChatModel
 
 
 def _as_text(turns: list[Turn]) -> str:
@@ -95,39 +96,25 @@ def summary_request(
     )
 
 
-def _summary_of(reply: Any, attempt: int) -> str | None:
-    text = message_text(reply).strip()
-    if not text:
+def summarize(
+    deps: Deps, request: str, config: RunnableConfig
+) -> Generator[Effect, Any, tuple[str | None, ModelReply | None]]:
+    """The summary and its reply record, trying twice; None when both attempts fail (an error is
+    never a summary). A provider that stays down after its retries stops the run resumably."""
+    last: ModelReply | None = None
+    for attempt in (1, 2):
+        try:
+            last = yield from ask(deps, deps.summarizer, [HumanMessage(request)], config, None)
+        except ModelCallError:
+            raise
+        except Exception as error:
+            logger.warning("summarizer failed (attempt %d of 2): %r", attempt, error)
+            continue
+        text = last["raw"].strip()
+        if text:
+            return truncate(text, SUMMARY_MAX_CHARS), last
         logger.warning("summarizer returned nothing (attempt %d of 2)", attempt)
-        return None
-    return truncate(text, SUMMARY_MAX_CHARS)
-
-
-def summarize(summarizer: BaseChatModel, request: str, config: RunnableConfig) -> str | None:
-    """The summary, trying twice; None when both attempts fail (an error is never a summary)."""
-    for attempt in (1, 2):
-        try:
-            summary = _summary_of(summarizer.invoke([HumanMessage(request)], config), attempt)
-        except Exception as error:
-            logger.warning("summarizer failed (attempt %d of 2): %r", attempt, error)
-            continue
-        if summary is not None:
-            return summary
-    return None
-
-
-async def asummarize(summarizer: BaseChatModel, request: str, config: RunnableConfig) -> str | None:
-    """The async twin of ``summarize``."""
-    for attempt in (1, 2):
-        try:
-            reply = await summarizer.ainvoke([HumanMessage(request)], config)
-        except Exception as error:
-            logger.warning("summarizer failed (attempt %d of 2): %r", attempt, error)
-            continue
-        summary = _summary_of(reply, attempt)
-        if summary is not None:
-            return summary
-    return None
+    return None, last
 
 
 @dataclass(frozen=True)
@@ -139,14 +126,14 @@ class _Plan:
     request: str
 
 
-def _plan(state: State, deps: Deps, compactor: Compactor) -> _Plan | dict[str, Any]:
+def _plan(state: State, deps: Deps) -> _Plan | dict[str, Any]:
     """What to compact, or the update to return when nothing (more) can be done."""
     settings = state["settings"]
     limit = settings["compaction_threshold"] * settings["context_window"]
-    before = compactor.counter(render_prompt(state, deps.tool_descriptions))
+    before = deps.context_counter(render_prompt(state, deps.view, deps.tool_descriptions))
     if before < limit:
         return {}
-    window = visible_turns(state)
+    window = visible_turns(state, deps.view)
     keep = min(settings["keep_turns"], len(window))
     dropped, kept = window[: len(window) - keep], window[len(window) - keep :]
     if not dropped:
@@ -160,7 +147,7 @@ def _plan(state: State, deps: Deps, compactor: Compactor) -> _Plan | dict[str, A
 
 
 def _compacted(
-    state: State, deps: Deps, compactor: Compactor, plan: _Plan, summary: str | None
+    state: State, deps: Deps, plan: _Plan, summary: str | None, reply: ModelReply | None
 ) -> dict[str, Any]:
     """The fresh window's record; ``context_exhausted`` when even it does not fit."""
     done = len(state.get("turns") or [])
@@ -177,13 +164,17 @@ def _compacted(
         tokens_before=plan.before,
         tokens_after=0,
         summary=summary,
+        prompt_tokens=reply["prompt_tokens"] if reply else 0,
+        completion_tokens=reply["completion_tokens"] if reply else 0,
     )
     fresh: State = {
         **state,
         "compactions": [*(state.get("compactions") or []), record],
         "summary": summary if summary is not None else state.get("summary"),
     }
-    record["tokens_after"] = compactor.counter(render_prompt(fresh, deps.tool_descriptions))
+    record["tokens_after"] = deps.context_counter(
+        render_prompt(fresh, deps.view, deps.tool_descriptions)
+    )
     logger.info(
         "compaction after turn %d: %d -> %d prompt tokens (limit %d)%s",
         done,
@@ -202,35 +193,13 @@ def _compacted(
 
 
 def compact_history(
-    state: State, config: RunnableConfig, *, deps: Deps, compactor: Compactor
-) -> dict[str, Any]:
+    state: State, config: RunnableConfig, deps: Deps
+) -> Generator[Effect, Any, dict[str, Any]]:
     """Before each model call: below the threshold do nothing; at or above it, summarize all
     but the last ``keep_turns`` turns (or, if the summarizer fails twice, drop the oldest half)
     and start a fresh window. A fresh window still over the threshold ends the run."""
-    plan = _plan(state, deps, compactor)
+    plan = _plan(state, deps)
     if isinstance(plan, dict):
         return plan
-    summary = summarize(compactor.summarizer, plan.request, config)
-    return _compacted(state, deps, compactor, plan, summary)
-
-
-async def acompact_history(
-    state: State, config: RunnableConfig, *, deps: Deps, compactor: Compactor
-) -> dict[str, Any]:
-    """The async twin of ``compact_history``."""
-    plan = _plan(state, deps, compactor)
-    if isinstance(plan, dict):
-        return plan
-    summary = await asummarize(compactor.summarizer, plan.request, config)
-    return _compacted(state, deps, compactor, plan, summary)
-
-
-def route_after_compact_history(state: State) -> Literal["call_model", "__end__"]:
-    """Go on to the model, or end when even a fresh window does not fit."""
-    return END if state.get("status") == "context_exhausted" else "call_model"
-
-
-def route_after_run_tool(state: State) -> Literal["compact_history", "force_answer"]:
-    """Check the context before the next call, or at the turn cap make the forced last call."""
-    at_cap = control.route_after_run_tool(state) == "force_answer"
-    return "force_answer" if at_cap else "compact_history"
+    summary, reply = yield from summarize(deps, plan.request, config)
+    return _compacted(state, deps, plan, summary, reply)

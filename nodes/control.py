@@ -1,49 +1,53 @@
-"""The loop's control: starting a run, reading each reply, and the routers between nodes.
-
-Routers are pure functions of the state returning ``Literal`` node names, so drawings of the
-graph show every exit.
+"""The loop's control: starting a run, reading each reply, and the pure decisions the graph's
+routers are made of (the routers themselves, which name nodes, live in ``reactgraph.assembly``).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END
-from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from reactgraph.nodes.chat import is_new_question
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.parsing import parse_react
-from reactgraph.nodes.settings import RunContext, resolve_settings
 from reactgraph.nodes.state import ParsedReply, State, Turn
 from reactgraph.nodes.transcript import new_turn
 
 logger = logging.getLogger(__name__)
 
 
+def question_of(state: Mapping[str, Any]) -> str | None:
+    """The run's question: a human message a chat client just sent, else ``question``."""
+    messages = state.get("messages") or []
+    if is_new_question(messages):
+        content = messages[-1].content
+        text = content if isinstance(content, str) else None
+        return text if text and text.strip() else None
+    question = state.get("question")
+    return question if isinstance(question, str) and question.strip() else None
+
+
 def start_run(
-    state: State,
-    config: RunnableConfig,
-    runtime: Runtime[RunContext] | None = None,
-    *,
-    deps: Deps,
+    state: State, config: RunnableConfig, deps: Deps, settings: Mapping[str, Any]
 ) -> dict[str, Any]:
     """Begin a run: fix its settings and thread id, and clear what a previous run on the same
     thread left behind (a resumed run does not come through here)."""
-    question = state.get("question")
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError("the input needs a non-empty 'question' string")
-    context = runtime.context if runtime is not None else None
-    settings = resolve_settings(deps.defaults, context)
+    question = question_of(state)
+    if question is None:
+        raise ValueError("the input needs a non-empty 'question' (or a human message)")
     configurable = config.get("configurable") or {}
     thread_id = configurable.get("thread_id") or uuid.uuid4().hex
     logger.info("run on thread %s: %s", thread_id, question)
     return {
-        "settings": settings,
+        "question": question,
+        "settings": dict(settings),
         "thread_id": str(thread_id),
+        "run": (state.get("run") or 0) + 1,
         "turns": Overwrite([]),
         "compactions": Overwrite([]),
         "reply": None,
@@ -54,12 +58,14 @@ def start_run(
     }
 
 
-def repeats(turns: list[Turn], parsed: ParsedReply) -> int:
-    """How many times in a row (this reply included) the same action with the same input came."""
+def repeats(turns: Sequence[Turn], parsed: ParsedReply, limit: int) -> int:
+    """How many times in a row (this reply included, at most ``limit``) the same action with
+    the same input came. Only the last ``limit`` turns are looked at."""
     if parsed["kind"] != "action":
         return 0
     count = 1
-    for turn in reversed(turns):
+    for index in range(len(turns) - 1, max(len(turns) - limit, 0) - 1, -1):
+        turn = turns[index]
         if turn["kind"] != "action":
             break
         if (turn["action"], turn["action_input"]) != (parsed["action"], parsed["action_input"]):
@@ -68,30 +74,37 @@ def repeats(turns: list[Turn], parsed: ParsedReply) -> int:
     return count
 
 
-def parse_reply(state: State, *, deps: Deps) -> dict[str, Any]:
+def empty_twice(turns: Sequence[Turn], text: str) -> bool:
+    """An empty reply right after an empty reply: the model keeps returning nothing."""
+    return not text and bool(turns) and turns[-1]["kind"] == "invalid" and not turns[-1]["text"]
+
+
+def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:
     """Parse the latest reply once; a final answer or a stuck repeat ends the run here."""
     reply = state["reply"]
     if reply is None:
         raise ValueError("parse_reply needs a model reply in the state")
     parsed = parse_react(reply["text"], deps.action_names)
     update: dict[str, Any] = {"parsed": parsed}
+    turns = state.get("turns") or []
+    limit = state["settings"]["stuck_repeats"]
     if parsed["kind"] == "answer":
         update["turns"] = [new_turn(state, "answer", reply=reply, parsed=parsed)]
         update.update(answer=parsed["answer"], status="answered")
-    elif repeats(state.get("turns") or [], parsed) >= state["settings"]["stuck_repeats"]:
+    elif repeats(turns, parsed, limit) >= limit or empty_twice(turns, reply["text"]):
         logger.warning("stuck: %s[%s] repeated", parsed["action"], parsed["action_input"])
         update["turns"] = [new_turn(state, "stuck", reply=reply, parsed=parsed)]
         update["status"] = "stuck"
     return update
 
 
-def route_after_parse_reply(state: State) -> Literal["run_tool", "__end__"]:
-    """End on a final answer or when stuck; otherwise complete the turn."""
-    return END if state.get("status") else "run_tool"
+def turn_cap_reached(state: Mapping[str, Any]) -> bool:
+    """Whether the run has used its ``max_turns`` turns."""
+    return len(state.get("turns") or []) >= state["settings"]["max_turns"]
 
 
-def route_after_run_tool(state: State) -> Literal["call_model", "force_answer"]:
-    """Go on, or at the turn cap make the forced last call."""
-    if len(state.get("turns") or []) >= state["settings"]["max_turns"]:
-        return "force_answer"
-    return "call_model"
+def stop_run(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:
+    """The cap exit that makes no forced call: the state (and any notes) carry the work to the
+    next run on the thread."""
+    logger.info("turn cap reached; stopping early")
+    return {"status": "stopped_early"}

@@ -1,20 +1,23 @@
-"""The build-time objects every node needs: the model, the tools, the token counter."""
+"""The build-time objects every node needs: the model, the tools, the token counter, the
+variant's view and extra actions, and the settings the graph was built with."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
+from langgraph.store.base import BaseStore
 
 from reactgraph.nodes import prompts
 from reactgraph.nodes.providers import ModelCaller
-from reactgraph.nodes.settings import Settings
 from reactgraph.nodes.tokens import TokenCounter
+from reactgraph.nodes.transcript import WHOLE, View
 
 logger = logging.getLogger(__name__)
 
@@ -43,17 +46,26 @@ class Deps:
     """What ``build_graph`` binds into the nodes; Python objects that never enter the state."""
 
     model: BaseChatModel
-    tools: dict[str, BaseTool]
-    defaults: Settings
+    tools: Mapping[str, BaseTool]
+    settings: Mapping[str, Any]
+    """The variant's settings as built (a run's context may override the per-run ones)."""
+    view: View
     tool_descriptions: str
     token_counter: TokenCounterFn
+    """Counts tokens for the turn records when the provider reports no usage."""
+    context_counter: TokenCounterFn
+    """Counts the prompt against the context window (the developer's, else ``token_counter``)."""
     caller: ModelCaller
-    extra_actions: tuple[str, ...] = field(default=())
+    summarizer: ModelCaller
+    """Writes compaction summaries, through the same retries and records as the agent."""
+    extra_actions: tuple[str, ...] = ()
+    store: BaseStore | None = None
+    """Where notes live when they are not files."""
     model_factory: ModelFactory | None = None
     _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def caller_for(self, settings: Settings) -> ModelCaller:
+    def caller_for(self, settings: Mapping[str, Any]) -> ModelCaller:
         """The built model's caller, or one for the run's ``model_name``/``base_url``."""
         name, url = settings.get("model_name"), settings.get("base_url")
         if not name and not url:
@@ -66,7 +78,7 @@ class Deps:
                 chosen = name or model_name(self.model) or "gpt-4o-mini"
                 model = self.model_factory(chosen, url)
                 caller = ModelCaller(
-                    model, chosen, self.defaults["model_retries"], self.defaults["retry_backoff_s"]
+                    model, chosen, self.settings["model_retries"], self.settings["retry_backoff_s"]
                 )
                 self._callers[(name, url)] = caller
             return caller
@@ -80,22 +92,32 @@ class Deps:
 def make_deps(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
-    defaults: Settings,
+    settings: Mapping[str, Any],
     *,
+    view: View = WHOLE,
     token_counter: TokenCounterFn | None = None,
+    summarizer: BaseChatModel | None = None,
     extra_actions: Sequence[tuple[str, str]] = (),
+    store: BaseStore | None = None,
     model_factory: ModelFactory | None = None,
 ) -> Deps:
     """Check the developer's objects and bundle them; misuse raises TypeError/ValueError."""
     if not isinstance(model, BaseChatModel):
         raise TypeError(f"model must be a langchain-core BaseChatModel, got {type(model).__name__}")
+    if summarizer is not None and not isinstance(summarizer, BaseChatModel):
+        raise TypeError(f"summarizer must be a BaseChatModel, got {type(summarizer).__name__}")
+    if token_counter is not None and not callable(token_counter):
+        raise TypeError("token_counter must be callable: token_counter(messages) -> int")
+    if store is not None and not isinstance(store, BaseStore):
+        raise TypeError(f"store must be a LangGraph BaseStore, got {type(store).__name__}")
     if isinstance(tools, BaseTool | str | bytes) or not isinstance(tools, Sequence):
         raise TypeError("tools must be a list of langchain-core BaseTool")
+    reserved = {name.lower() for name, _ in extra_actions} | {prompts.FINISH_ACTION}
     by_name: dict[str, BaseTool] = {}
     for tool in tools:
         if not isinstance(tool, BaseTool):
             raise TypeError(f"every tool must be a langchain-core BaseTool, got {tool!r}")
-        if tool.name in by_name or tool.name in dict(extra_actions):
+        if tool.name in by_name or tool.name.lower() in reserved:
             raise ValueError(f"two actions are named {tool.name!r}")
         by_name[tool.name] = tool
     if getattr(model, "request_timeout", 0) is None:
@@ -103,17 +125,21 @@ def make_deps(
         logger.warning(
             "the model has no request timeout; set one (reactgraph.models.chat_model does)"
         )
-    if token_counter is not None and not callable(token_counter):
-        raise TypeError("token_counter must be callable: token_counter(messages) -> int")
+    retries, backoff = settings["model_retries"], settings["retry_backoff_s"]
+    counter = TokenCounter(model_name(model))
     return Deps(
         model=model,
         tools=by_name,
-        defaults=defaults,
+        settings=settings,
+        view=view,
         tool_descriptions=describe_tools(tools, extra_actions),
-        token_counter=token_counter or TokenCounter(model_name(model)),
-        caller=ModelCaller(
-            model, model_name(model), defaults["model_retries"], defaults["retry_backoff_s"]
+        token_counter=counter,
+        context_counter=token_counter or counter,
+        caller=ModelCaller(model, model_name(model), retries, backoff),
+        summarizer=ModelCaller(
+            summarizer or model, model_name(summarizer or model), retries, backoff
         ),
         extra_actions=tuple(name for name, _ in extra_actions),
+        store=store,
         model_factory=model_factory,
     )

@@ -1,12 +1,14 @@
 """Calling the model: the prompting node, the forced last answer, and token accounting.
 
-Each node has a sync and an async twin sharing everything but the call itself.
+Each node is one generator body (see ``effects``): the sync and async runs share everything but
+the I/O itself.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Generator
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -14,8 +16,11 @@ from langchain_core.runnables import RunnableConfig
 
 from reactgraph.nodes import prompts
 from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.parsing import clean_reply, parse_react
+from reactgraph.nodes.providers import ModelCaller
 from reactgraph.nodes.state import ModelReply, State
+from reactgraph.nodes.storable import storable
 from reactgraph.nodes.tokens import message_text
 from reactgraph.nodes.transcript import new_turn, render_prompt
 
@@ -24,7 +29,8 @@ logger = logging.getLogger(__name__)
 STOP = [prompts.STOP_SEQUENCE]
 
 
-def _usage(message: Any) -> tuple[int, int] | None:
+def usage_of(message: Any) -> tuple[int, int] | None:
+    """Prompt and completion tokens as the provider reported them, if it did."""
     usage = getattr(message, "usage_metadata", None)
     if not usage:
         return None
@@ -34,71 +40,68 @@ def _usage(message: Any) -> tuple[int, int] | None:
     return prompt, completion
 
 
+def count_tokens(deps: Deps, messages: list[BaseMessage], message: Any) -> tuple[int, int, str]:
+    """The call's prompt and completion tokens and where they came from: the provider's usage
+    when it reports one, else the token counter."""
+    usage = usage_of(message)
+    if usage is not None:
+        return (*usage, "usage")
+    counter = deps.token_counter
+    raw = message_text(message)
+    completion = counter([AIMessage(raw)]) - counter([])
+    return counter(messages), completion, getattr(counter, "source", "estimate")
+
+
 def _log_prompt(messages: list[BaseMessage]) -> None:
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("prompt:\n%s", "\n---\n".join(message_text(m) for m in messages))
 
 
-def _reply(deps: Deps, messages: list[BaseMessage], message: Any, latency: float) -> ModelReply:
-    """The reply cleaned (reasoning dropped, cut at 'Observation:') with its token counts:
-    the provider's usage when it reports one, else counted."""
-    raw = message_text(message)
-    usage = _usage(message)
-    if usage is not None:
-        prompt_tokens, completion_tokens = usage
-        source = "usage"
-    else:
-        counter = deps.token_counter
-        prompt_tokens = counter(messages)
-        completion_tokens = counter([AIMessage(raw)]) - counter([])
-        source = getattr(counter, "source", "estimate")
+def ask(
+    deps: Deps,
+    caller: ModelCaller,
+    messages: list[BaseMessage],
+    config: RunnableConfig,
+    stop: list[str] | None,
+) -> Generator[Effect, Any, ModelReply]:
+    """One model call, retried on transient faults, as a ``ModelReply``: the text cleaned
+    (reasoning dropped, cut at 'Observation:', made storable) with its token counts."""
+    _log_prompt(messages)
+    started = time.perf_counter()
+    message = yield from caller.call(messages, config, stop)
+    latency = time.perf_counter() - started
+    raw = storable(message_text(message))
+    prompt_tokens, completion_tokens, source = count_tokens(deps, messages, message)
     return ModelReply(
         raw=raw,
         text=clean_reply(raw),
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
-        token_source=source,
+        token_source=source,  # type: ignore[typeddict-item]
         model_latency_s=latency,
+        message_id=getattr(message, "id", None),
     )
 
 
-def invoke_model(
-    deps: Deps, state: State, messages: list[BaseMessage], config: RunnableConfig
-) -> ModelReply:
-    """One model call with the stop sequence, retried on transient faults."""
-    _log_prompt(messages)
-    started = time.perf_counter()
-    message = deps.caller_for(state["settings"]).invoke(messages, config, STOP)
-    return _reply(deps, messages, message, time.perf_counter() - started)
-
-
-async def ainvoke_model(
-    deps: Deps, state: State, messages: list[BaseMessage], config: RunnableConfig
-) -> ModelReply:
-    """The async twin of ``invoke_model``."""
-    _log_prompt(messages)
-    started = time.perf_counter()
-    message = await deps.caller_for(state["settings"]).ainvoke(messages, config, STOP)
-    return _reply(deps, messages, message, time.perf_counter() - started)
-
-
-def call_model(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
+def call_model(
+    state: State, config: RunnableConfig, deps: Deps
+) -> Generator[Effect, Any, dict[str, Any]]:
     """Render the model's view of the transcript and ask the model for the next turn."""
-    messages = render_prompt(state, deps.tool_descriptions)
-    return {"reply": invoke_model(deps, state, messages, config), "parsed": None}
+    messages = render_prompt(state, deps.view, deps.tool_descriptions)
+    caller = deps.caller_for(state["settings"])
+    reply = yield from ask(deps, caller, messages, config, STOP)
+    return {"reply": reply, "parsed": None}
 
 
-async def acall_model(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
-    """The async twin of ``call_model``."""
-    messages = render_prompt(state, deps.tool_descriptions)
-    return {"reply": await ainvoke_model(deps, state, messages, config), "parsed": None}
-
-
-def _forced_prompt(state: State, deps: Deps) -> list[BaseMessage]:
-    return [*render_prompt(state, deps.tool_descriptions), HumanMessage(prompts.FORCE_ANSWER)]
-
-
-def _forced_update(state: State, deps: Deps, reply: ModelReply) -> dict[str, Any]:
+def force_answer(
+    state: State, config: RunnableConfig, deps: Deps
+) -> Generator[Effect, Any, dict[str, Any]]:
+    """At the turn cap: one last call that must answer; its answer ends the run."""
+    messages = [
+        *render_prompt(state, deps.view, deps.tool_descriptions),
+        HumanMessage(prompts.FORCE_ANSWER),
+    ]
+    reply = yield from ask(deps, deps.caller_for(state["settings"]), messages, config, STOP)
     parsed = parse_react(reply["text"], deps.action_names)
     if parsed["kind"] == "answer":
         answer = parsed["answer"]
@@ -116,15 +119,3 @@ def _forced_update(state: State, deps: Deps, reply: ModelReply) -> dict[str, Any
         "answer": answer,
         "status": "turn_limit",
     }
-
-
-def force_answer(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
-    """At the turn cap: one last call that must answer; its answer ends the run."""
-    reply = invoke_model(deps, state, _forced_prompt(state, deps), config)
-    return _forced_update(state, deps, reply)
-
-
-async def aforce_answer(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
-    """The async twin of ``force_answer``."""
-    reply = await ainvoke_model(deps, state, _forced_prompt(state, deps), config)
-    return _forced_update(state, deps, reply)

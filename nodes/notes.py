@@ -1,4 +1,4 @@
-"""The notes variant's memory: where notes live (a folder or a LangGraph store, behind one small
+"""The notes' memory: where notes live (a folder or a LangGraph store, behind one small
 interface) and the two nodes that read and write them."""
 
 from __future__ import annotations
@@ -10,33 +10,43 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
-from reactgraph.nodes import control, prompts
+from reactgraph.nodes import prompts
+from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.effects import Blocking, Effect
 from reactgraph.nodes.state import State
 from reactgraph.nodes.transcript import new_turn
 
 logger = logging.getLogger(__name__)
 
 UPDATE_NOTES = "update_notes"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+# Names that are their own file name: lower case only, so that two ids differing in case never
+# share a file on a case-insensitive file system.
+_SAFE = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,79}")
+_UNSAFE = re.compile(r"[^a-z0-9_.-]")
 NAMESPACE = ("reactgraph", "notes")
+# A write killed mid-way leaves its temporary file; one this old cannot be a live write.
+_STALE_TMP_S = 60.0
 
 
 def safe_name(thread_id: str) -> str:
-    """A file name for a thread id that cannot leave its folder.
+    """A file name for a thread id that cannot leave its folder, and that no other id gets.
 
-    Safe ids map to themselves; anything else (slashes, ``..``, odd characters, a leading dot)
-    is replaced and gets a hash of the original, so two ids never share a file.
+    Ids already safe as file names map to themselves. Every other id is cleaned and marked with
+    a leading ``~`` (a character safe ids never contain) and a hash of the original, so a
+    crafted id can never land on another thread's name.
     """
-    cleaned = _UNSAFE.sub("_", thread_id).strip(".")[:80]
-    if cleaned == thread_id and cleaned:
-        return cleaned
-    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"{cleaned or 'thread'}-{digest}"
+    if _SAFE.fullmatch(thread_id):
+        return thread_id
+    cleaned = _UNSAFE.sub("_", thread_id.lower())[:60]
+    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"~{cleaned}-{digest}"
 
 
 class NotesBackend(Protocol):
@@ -72,9 +82,20 @@ class FileNotes:
         path = self.path(thread_id)
         return path.read_text(encoding="utf-8") if path.exists() else None
 
+    def _sweep(self, path: Path) -> None:
+        """Remove temporary files that killed writes of this thread left behind."""
+        now = time.time()
+        for leftover in path.parent.glob(f".{path.stem}.*.tmp"):
+            try:
+                if now - leftover.stat().st_mtime > _STALE_TMP_S:
+                    leftover.unlink()
+            except OSError:
+                pass  # another process swept it first
+
     def write(self, thread_id: str, text: str, turn: int) -> None:
         path = self.path(thread_id)
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._sweep(path)
         # Write a temporary file, flush it to disk, then rename: a crash leaves the old notes
         # or the new ones, never a torn or empty file.
         handle, temporary = tempfile.mkstemp(
@@ -90,8 +111,11 @@ class FileNotes:
             Path(temporary).unlink(missing_ok=True)
             raise
         record = json.dumps({"turn": turn, "time": time.time(), "text": text}, ensure_ascii=False)
-        with path.with_suffix(".history.jsonl").open("a", encoding="utf-8") as log:
-            log.write(record + "\n")
+        with path.with_suffix(".history.jsonl").open("ab") as log:
+            # A kill during an earlier append can leave a torn last line: start on a fresh one,
+            # so the torn record stays alone (and is skipped) instead of spoiling this one.
+            torn = log.tell() > 0 and _last_byte(log.name) != b"\n"
+            log.write((b"\n" if torn else b"") + record.encode("utf-8") + b"\n")
             log.flush()
             os.fsync(log.fileno())
 
@@ -99,8 +123,22 @@ class FileNotes:
         path = self.path(thread_id).with_suffix(".history.jsonl")
         if not path.exists():
             return []
-        lines = path.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        revisions = []
+        for number, line in enumerate(path.read_bytes().splitlines(), 1):
+            try:
+                revision = json.loads(line)
+            except ValueError:
+                if line.strip():
+                    logger.warning("%s:%d: a torn revision (a killed write); skipped", path, number)
+                continue
+            revisions.append(revision)
+        return revisions
+
+
+def _last_byte(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1)
 
 
 class StoreNotes:
@@ -126,19 +164,30 @@ class StoreNotes:
         return [dict(item.value) for item in sorted(items, key=lambda item: item.key)]
 
 
-def load_notes(state: State, *, backend: NotesBackend | None = None) -> dict[str, Any]:
+def backend_for(state: State, deps: Deps) -> NotesBackend:
+    """The store given to ``build_graph``, else the folder of the ``notes_dir`` setting."""
+    if deps.store is not None:
+        return StoreNotes(deps.store)
+    return FileNotes(state["settings"]["notes_dir"])
+
+
+def load_notes(
+    state: State, config: RunnableConfig, deps: Deps
+) -> Generator[Effect, Any, dict[str, Any]]:
     """Open the run's notes: those an earlier run on the thread left, or a new empty file."""
-    store = _backend(state, backend)
-    notes = store.read(state["thread_id"])
+    backend, thread = backend_for(state, deps), state["thread_id"]
+    notes = yield Blocking(backend.read, (thread,))
     if notes is None:
-        store.write(state["thread_id"], "", turn=0)
+        yield Blocking(backend.write, (thread, "", 0))
     resumed = bool(notes and notes.strip())
     if resumed:
-        logger.info("thread %s resumes from %d characters of notes", state["thread_id"], len(notes))
+        logger.info("thread %s resumes from %d characters of notes", thread, len(notes))
     return {"notes": notes or "", "resumed_notes": resumed}
 
 
-def update_notes(state: State, *, backend: NotesBackend | None = None) -> dict[str, Any]:
+def update_notes(
+    state: State, config: RunnableConfig, deps: Deps
+) -> Generator[Effect, Any, dict[str, Any]]:
     """The update_notes action: replace the notes, or refuse text over the limit."""
     parsed, reply = state["parsed"], state["reply"]
     if parsed is None or reply is None:
@@ -150,7 +199,7 @@ def update_notes(state: State, *, backend: NotesBackend | None = None) -> dict[s
         observation = prompts.NOTES_TOO_LONG.format(length=len(text), limit=limit)
     else:
         turn_number = len(state.get("turns") or []) + 1
-        _backend(state, backend).write(state["thread_id"], text, turn_number)
+        yield Blocking(backend_for(state, deps).write, (state["thread_id"], text, turn_number))
         logger.info("turn %d: notes revised (%d characters)", turn_number, len(text))
         observation = prompts.NOTES_SAVED
         update["notes"] = text
@@ -159,37 +208,6 @@ def update_notes(state: State, *, backend: NotesBackend | None = None) -> dict[s
             # spend up to the whole notes limit a second time.
             reply = {**reply, "text": reply["text"].replace(text, prompts.NOTES_ELIDED)}
     update["turns"] = [
-        new_turn(
-            state,
-            "action",
-            reply=reply,
-            parsed=parsed,
-            observation=observation,
-            tool_latency_s=None,
-        )
+        new_turn(state, "action", reply=reply, parsed=parsed, observation=observation)
     ]
     return update
-
-
-def _backend(state: State, backend: NotesBackend | None) -> NotesBackend:
-    return backend if backend is not None else FileNotes(state["settings"]["notes_dir"])
-
-
-def stop_run(state: State) -> dict[str, Any]:
-    """The notes variant's cap exit: no forced answer; the notes carry the run forward."""
-    logger.info("turn cap reached; stopping early with the notes saved")
-    return {"status": "stopped_early"}
-
-
-def route_after_parse_reply(state: State) -> Literal["run_tool", "update_notes", "__end__"]:
-    """As the core router, with update_notes going to its own node."""
-    parsed = state.get("parsed")
-    if not state.get("status") and parsed is not None and parsed["action"] == UPDATE_NOTES:
-        return "update_notes"
-    return control.route_after_parse_reply(state)
-
-
-def route_after_turn(state: State) -> Literal["call_model", "stop_run"]:
-    """Go on, or at the turn cap stop early (the notes variant makes no forced call)."""
-    at_cap = control.route_after_run_tool(state) == "force_answer"
-    return "stop_run" if at_cap else "call_model"

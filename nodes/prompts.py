@@ -60,7 +60,18 @@ EMPTY_ANSWER = "Your Final Answer was empty. Write the answer after 'Final Answe
 # Observations for tool calls that did not produce a result.
 TOOL_ERROR = "Error: {name} failed: {error}"
 TOOL_TIMEOUT = "Error: {name} timed out after {seconds:g} s. Try a different approach."
-TOOL_BAD_INPUT = "Error: {name} expects a JSON object with the keys {keys}; {problem}"
+TOOL_BAD_INPUT = (
+    "Error: {name} expects a JSON object with its arguments, {schema}; {problem} "
+    'Write it as {name}[{{"key": value, ...}}].'
+)
+TOOL_UNAVAILABLE = (
+    "Error: {name} is unavailable: {hanging} earlier calls are still running past their "
+    "timeout. Try a different approach."
+)
+TOOL_UNPRINTABLE = "Error: the tool returned a {kind} too large to show."
+
+# The ReAct paper's own way to answer, `Finish[answer]`: reserved, never a tool's name.
+FINISH_ACTION = "finish"
 
 # The notes variant.
 # Filled in per run, since a run's context may change the limit.
@@ -108,3 +119,16 @@ Be specific: keep numbers, names and dates exactly. At most {max_words} words.""
 SUMMARY_PREVIOUS = "The summary of even earlier work:\n{summary}\n\n"
 SUMMARY_NONE = "(none)"
 TRANSCRIPT_TURN = "{text}\nObservation: {observation}"
+
+# The chat view (``messages``) of how a run ended, when it ended without an answer.
+CHAT_STUCK = "Stopped: the same action came back again and again without progress."
+CHAT_STOPPED_EARLY = (
+    "Stopped at the turn cap with the notes saved. Ask again on this thread to continue from them."
+)
+CHAT_CONTEXT_EXHAUSTED = (
+    "Stopped: even a fresh, summarized window no longer fits the model's context window."
+)
+CHAT_COMPACTION = (
+    "Summary of the work so far (made after turn {turn} to fit the context window):\n{summary}"
+)
+CHAT_NO_SUMMARY = "(no summary could be made; the oldest turns were dropped from view)"

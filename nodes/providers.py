@@ -1,5 +1,8 @@
-"""Calling real chat models: the ``stop`` quirks of providers, and retries of transient faults
-(429, 5xx, timeouts) that honour Retry-After. Sync and async share every decision."""
+"""Calling chat models: the ``stop`` quirks of providers, a total deadline per call, and retries
+of transient faults (429, 5xx, timeouts, malformed responses) that honour Retry-After.
+
+``ModelCaller.call`` is one generator body for sync and async runs (see ``effects``); the model
+call itself is the ``ModelCall`` effect, its only sync/async pair."""
 
 from __future__ import annotations
 
@@ -8,12 +11,17 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Generator
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
+
+from reactgraph.nodes import workers
+from reactgraph.nodes.effects import Effect, Pause
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +37,11 @@ _TRANSIENT_NAMES = {
     "RemoteProtocolError",
     "Timeout",
     "TimeoutException",
+    "TimedOut",
+    "JSONDecodeError",  # a truncated or garbled body from a proxy or an overloaded server
 }
+# What a response without choices looks like from inside the client libraries.
+_EMPTY_RESPONSE = ("No generations found", "list index out of range")
 
 
 class ModelCallError(RuntimeError):
@@ -84,7 +96,54 @@ def is_transient(error: BaseException) -> bool:
         return status in (408, 409, 429) or status >= 500
     if isinstance(error, TimeoutError | ConnectionError):
         return True
+    if isinstance(error, IndexError | ValueError) and any(m in str(error) for m in _EMPTY_RESPONSE):
+        return True
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(error).__mro__)
+
+
+def model_url(model: BaseChatModel) -> str | None:
+    """Where the model is served, when its client says (for error messages)."""
+    for attribute in ("openai_api_base", "base_url", "api_base"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return "https://api.openai.com/v1" if type(model).__name__ == "ChatOpenAI" else None
+
+
+def call_deadline(model: BaseChatModel) -> float | None:
+    """Seconds a whole call may take: the client's request timeout, which the client itself
+    applies per read only (a server trickling tokens would otherwise hold a call forever)."""
+    timeout = getattr(model, "request_timeout", None)
+    if isinstance(timeout, tuple):
+        timeout = max((t for t in timeout if isinstance(t, int | float)), default=None)
+    elif timeout is not None and not isinstance(timeout, int | float):
+        parts = [getattr(timeout, name, None) for name in ("read", "connect", "write", "pool")]
+        timeout = max((t for t in parts if isinstance(t, int | float)), default=None)
+    return float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One request to the model, within ``deadline`` seconds when it has one."""
+
+    model: BaseChatModel
+    messages: list[BaseMessage]
+    config: RunnableConfig | None
+    arguments: dict[str, Any]
+    deadline: float | None
+
+    def run(self) -> Any:
+        if self.deadline is None:
+            return self.model.invoke(self.messages, self.config, **self.arguments)
+        call = lambda: self.model.invoke(self.messages, self.config, **self.arguments)  # noqa: E731
+        return workers.in_thread(call, self.deadline, "model call").result()
+
+    async def arun(self) -> Any:
+        call = self.model.ainvoke(self.messages, self.config, **self.arguments)
+        try:
+            return await asyncio.wait_for(call, self.deadline)
+        except TimeoutError:
+            raise workers.TimedOut(f"model call over its {self.deadline:g} s deadline") from None
 
 
 class ModelCaller:
@@ -92,11 +151,17 @@ class ModelCaller:
     faults with exponential backoff (or the server's Retry-After)."""
 
     def __init__(
-        self, model: BaseChatModel, model_name: str | None, retries: int = 3, backoff_s: float = 0.5
+        self,
+        model: BaseChatModel,
+        model_name: str | None,
+        retries: int = 3,
+        backoff_s: float = 0.5,
     ) -> None:
         self.model = model
         self.retries = retries
         self.backoff_s = backoff_s
+        self.deadline = call_deadline(model)
+        self.url = model_url(model)
         self._stop_ok = accepts_stop(model_name)
         self._lock = threading.Lock()
 
@@ -118,9 +183,11 @@ class ModelCaller:
         if not is_transient(error):
             raise error
         if attempt > self.retries:
+            where = f" at {self.url}" if self.url else ""
+            detail = str(error).strip().rstrip(".") or type(error).__name__
             raise ModelCallError(
-                f"the model call failed after {attempt} attempt{'s' if attempt > 1 else ''}: "
-                f"{type(error).__name__}: {error}"
+                f"the model{where} failed after {attempt} attempt{'s' if attempt > 1 else ''} "
+                f"({type(error).__name__}: {detail})"
             ) from error
         delay = retry_after(error)
         if delay is None:
@@ -131,32 +198,21 @@ class ModelCaller:
         )
         return delay
 
-    def invoke(
+    def call(
         self,
         messages: list[BaseMessage],
         config: RunnableConfig | None,
         stop: list[str] | None = None,
-    ) -> Any:
-        """``model.invoke`` with the quirks handled."""
+    ) -> Generator[Effect, Any, Any]:
+        """The model's reply message, with the quirks handled (a node body's ``yield from``)."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                return self.model.invoke(messages, config, **self._arguments(stop))
+                return (
+                    yield ModelCall(
+                        self.model, messages, config, self._arguments(stop), self.deadline
+                    )
+                )
             except Exception as error:
-                time.sleep(self._on_error(error, attempt, stop))
-
-    async def ainvoke(
-        self,
-        messages: list[BaseMessage],
-        config: RunnableConfig | None,
-        stop: list[str] | None = None,
-    ) -> Any:
-        """``model.ainvoke`` with the quirks handled."""
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return await self.model.ainvoke(messages, config, **self._arguments(stop))
-            except Exception as error:
-                await asyncio.sleep(self._on_error(error, attempt, stop))
+                yield Pause(self._on_error(error, attempt, stop))

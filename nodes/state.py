@@ -8,11 +8,12 @@ schema on Python 3.11.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
+from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict
 
-from reactgraph.nodes.settings import Settings
+from reactgraph.nodes.reducers import add_messages
 
 Status = Literal["answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"]
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
@@ -51,6 +52,8 @@ class ModelReply(TypedDict):
     """Where the two counts came from: the provider's usage, tiktoken, or a character estimate."""
     model_latency_s: float
     """Wall time of the model call in seconds."""
+    message_id: str | None
+    """The id of the model's message, so the chat view's copy matches the streamed tokens."""
 
 
 class Turn(TypedDict):
@@ -83,6 +86,8 @@ class Turn(TypedDict):
     """Tokens of this turn's reply."""
     token_source: TokenSource
     """Where the token counts came from."""
+    message_id: NotRequired[str | None]
+    """The id of the model's message (its chat-view copy carries the same id)."""
 
 
 class CompactionRecord(TypedDict):
@@ -98,13 +103,23 @@ class CompactionRecord(TypedDict):
     """Prompt tokens of the fresh window."""
     summary: str | None
     """The summary, or None when the summarizer failed and older turns were dropped instead."""
+    prompt_tokens: int
+    """Tokens of the summarizer's prompt (0 when no summary was asked for)."""
+    completion_tokens: int
+    """Tokens of the summarizer's reply."""
+
+
+Messages = Annotated[list[AnyMessage], add_messages]
 
 
 class InputState(TypedDict):
-    """What a caller passes to ``invoke``."""
+    """What a caller passes to ``invoke``: a question, or chat messages whose last human
+    message is the question."""
 
-    question: str
+    question: NotRequired[str]
     """The question to answer."""
+    messages: NotRequired[Messages]
+    """Chat messages (Studio's chat, Agent Chat UI): the last human message is the question."""
 
 
 class State(TypedDict):
@@ -112,10 +127,16 @@ class State(TypedDict):
 
     question: str
     """The question, kept verbatim for every prompt."""
-    settings: NotRequired[Settings]
-    """The run's effective settings: build defaults overridden by the run's context."""
+    messages: NotRequired[Messages]
+    """The chat view of every run on the thread, derived from the turns (see ``nodes.chat``)."""
+    settings: NotRequired[dict[str, Any]]
+    """The run's effective settings (the variant's, built values overridden by the run's
+    context), fixed when the run starts so a resumed run keeps them."""
     thread_id: NotRequired[str]
     """The checkpoint thread of the run, or a fresh id when the caller gave none."""
+    run: NotRequired[int]
+    """Runs started on this thread so far, this one included: with the turn number it keys each
+    tool call, so tools with side effects can recognise a repeat after a resume."""
     turns: NotRequired[Annotated[list[Turn], operator.add]]
     """Every completed turn, in order. Appended to, never edited."""
     reply: NotRequired[ModelReply | None]

@@ -1,27 +1,37 @@
 """Running a tool for the model: input mapping, a hard timeout, errors as Observations, and
-truncation."""
+truncation. ``run_tool`` is one body; ``ToolCall`` is the only sync/async pair, around the I/O.
+
+Delivery is at least once: a run killed after a tool returned but before the step's checkpoint
+was written runs that call again when resumed. Each call's config therefore carries an
+idempotency key (``configurable["idempotency_key"]``: thread, run and turn) that stays the same
+across resumes, so a tool with side effects can recognise a repeat.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import functools
 import json
 import logging
-import queue
-import threading
 import time
+from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from reactgraph.nodes import prompts
+from reactgraph.nodes import prompts, workers
 from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.state import State
+from reactgraph.nodes.storable import storable
 from reactgraph.nodes.transcript import new_turn
 
 logger = logging.getLogger(__name__)
+
+# An async tool that blocks the event loop cannot be interrupted; past its timeout by this
+# much, the lateness is reported as such.
+_LOOP_BLOCKED_S = 0.5
 
 
 def truncate(text: str, limit: int) -> str:
@@ -29,6 +39,17 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + prompts.TRUNCATION_MARKER.format(cut=len(text) - limit, total=len(text))
+
+
+def describe_schema(tool: BaseTool) -> str:
+    """The tool's arguments as the model should write them: ``{"a": integer, "b": integer}``."""
+    parts = []
+    for name, spec in tool.args.items():
+        kind = spec.get("type") or next(
+            (s.get("type") for s in spec.get("anyOf", []) if s.get("type") != "null"), "any"
+        )
+        parts.append(f'"{name}": {kind}')
+    return "{" + ", ".join(parts) + "}"
 
 
 def tool_arguments(tool: BaseTool, tool_input: str) -> str | dict[str, Any]:
@@ -48,157 +69,167 @@ def tool_arguments(tool: BaseTool, tool_input: str) -> str | dict[str, Any]:
             return value
         problem = f"got a JSON {type(value).__name__}."
     raise ValueError(
-        prompts.TOOL_BAD_INPUT.format(name=tool.name, keys=", ".join(keys), problem=problem)
+        prompts.TOOL_BAD_INPUT.format(name=tool.name, schema=describe_schema(tool), problem=problem)
     )
 
 
-def _as_text(result: Any) -> str:
+def as_text(result: Any) -> str:
+    """A tool's result as the model reads it."""
     if isinstance(result, str):
         return result
     content = getattr(result, "content", None)  # a ToolMessage or similar
-    if isinstance(content, str):
-        return content
+    if content is not None and content is not result:
+        return as_text(content)
+    if isinstance(result, list) and all(isinstance(b, dict) and "text" in b for b in result):
+        return "\n".join(str(b["text"]) for b in result)  # content blocks (MCP, Anthropic)
     try:
         return json.dumps(result, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(result)
+    except ValueError:  # an int too long to print, say
+        return prompts.TOOL_UNPRINTABLE.format(kind=type(result).__name__)
 
 
-class _DaemonThreads(concurrent.futures.Executor):
-    """Reused daemon worker threads. A hung tool costs its timeout and no more: Python cannot
-    kill a thread, but a daemon one never keeps the process from exiting (a ThreadPoolExecutor's
-    threads would). A new worker starts whenever none is idle, so hung tools never queue work."""
-
-    def __init__(self) -> None:
-        self._work: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        self._idle = 0
-        self._lock = threading.Lock()
-
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._work.put((future, fn, args, kwargs))
-        with self._lock:
-            spawn = self._idle == 0
-            if not spawn:
-                self._idle -= 1  # an idle worker will take it
-        if spawn:
-            threading.Thread(target=self._serve, name="tool", daemon=True).start()
-        return future
-
-    def _serve(self) -> None:
-        while True:
-            future, fn, args, kwargs = self._work.get()
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(*args, **kwargs))
-                except BaseException as error:
-                    future.set_exception(error)
-            with self._lock:
-                self._idle += 1
+def has_sync_body(tool: BaseTool) -> bool:
+    """Whether ``tool.invoke`` works: async-only tools (MCP's, say) have only a coroutine."""
+    if hasattr(tool, "func") and hasattr(tool, "coroutine"):  # StructuredTool and Tool
+        return tool.func is not None
+    return type(tool)._run is not BaseTool._run
 
 
-_WORKERS = _DaemonThreads()
-
-
-def _failure(tool: BaseTool, error: BaseException | None, timeout: float) -> str:
-    if error is None:
-        logger.warning("tool %s timed out after %.3g s", tool.name, timeout)
-        return prompts.TOOL_TIMEOUT.format(name=tool.name, seconds=timeout)
-    logger.warning("tool %s failed: %r", tool.name, error)
-    return prompts.TOOL_ERROR.format(name=tool.name, error=str(error) or type(error).__name__)
-
-
-def call_tool(tool: BaseTool, tool_input: str, timeout: float, config: RunnableConfig) -> str:
-    """The tool's result as text; an error or a timeout comes back as its message, never raised."""
-    try:
-        arguments = tool_arguments(tool, tool_input)
-    except ValueError as exc:
-        return str(exc)
-    future = _WORKERS.submit(tool.invoke, arguments, config)
-    try:
-        result = future.result(timeout)
-    except concurrent.futures.TimeoutError:
-        return _failure(tool, None, timeout)
-    except Exception as error:
-        return _failure(tool, error, timeout)
-    return _as_text(result) or "(no output)"
-
-
-def _is_async(tool: BaseTool) -> bool:
+def has_async_body(tool: BaseTool) -> bool:
     """Whether the tool has its own async body (else ``ainvoke`` would park the sync one on the
     event loop's default executor, which the loop waits for when it closes)."""
-    if hasattr(tool, "coroutine"):  # StructuredTool and Tool
+    if hasattr(tool, "coroutine"):
         return tool.coroutine is not None
     return type(tool)._arun is not BaseTool._arun
 
 
-async def acall_tool(
-    tool: BaseTool, tool_input: str, timeout: float, config: RunnableConfig
-) -> str:
-    """The async twin of ``call_tool``: async tools are cancelled at the timeout; sync tools run
-    on the worker threads, so they never block the event loop."""
+async def _guarded(tool: BaseTool, arguments: Any, config: RunnableConfig) -> Any:
+    """The tool's coroutine with SystemExit and KeyboardInterrupt caught: asyncio would re-raise
+    them out of the event loop, ending the whole process, not just the call."""
     try:
-        arguments = tool_arguments(tool, tool_input)
-    except ValueError as exc:
-        return str(exc)
-    if _is_async(tool):
-        call = tool.ainvoke(arguments, config)
-    else:
-        loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(_WORKERS, functools.partial(tool.invoke, arguments, config))
-    try:
-        result = await asyncio.wait_for(call, timeout)
-    except TimeoutError:
-        return _failure(tool, None, timeout)
-    except Exception as error:
-        return _failure(tool, error, timeout)
-    return _as_text(result) or "(no output)"
+        return await tool.ainvoke(arguments, config)
+    except (SystemExit, KeyboardInterrupt) as error:
+        return _Raised(error)
 
 
-def _complete_turn(
-    state: State, deps: Deps, observation: str | None, latency: float | None
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Raised:
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call within ``timeout`` seconds; its result or its error as a string."""
+
+    tool: BaseTool
+    arguments: Any
+    config: RunnableConfig
+    timeout: float
+
+    def _failure(self, error: BaseException | None) -> str:
+        name = self.tool.name
+        if error is None:
+            logger.warning("tool %s timed out after %.3g s", name, self.timeout)
+            return prompts.TOOL_TIMEOUT.format(name=name, seconds=self.timeout)
+        if isinstance(error, workers.Unavailable):
+            return prompts.TOOL_UNAVAILABLE.format(name=name, hanging=error.hanging)
+        logger.warning("tool %s failed: %r", name, error)
+        return prompts.TOOL_ERROR.format(name=name, error=str(error) or type(error).__name__)
+
+    def _result(self, future: Any) -> str:
+        error = future.exception()
+        value = future.result() if error is None else None
+        if isinstance(value, _Raised):
+            error = value.error
+        return self._failure(error) if error is not None else as_text(value) or "(no output)"
+
+    def run(self) -> str:
+        key = f"tool {self.tool.name}"
+        try:
+            if has_sync_body(self.tool):
+                call = lambda: self.tool.invoke(self.arguments, self.config)  # noqa: E731
+                future = workers.in_thread(call, self.timeout, key)
+            else:
+                coroutine = _guarded(self.tool, self.arguments, self.config)
+                future = workers.on_loop(coroutine, self.timeout, key)
+        except workers.TimedOut:
+            return self._failure(None)
+        except workers.Unavailable as error:
+            return self._failure(error)
+        return self._result(future)
+
+    async def arun(self) -> str:
+        key = f"tool {self.tool.name}"
+        try:
+            workers.check_capacity(key)
+        except workers.Unavailable as error:
+            return self._failure(error)
+        if has_async_body(self.tool):
+            task: Any = asyncio.ensure_future(_guarded(self.tool, self.arguments, self.config))
+            running: Any = task
+        else:
+            # Sync tools run on the worker threads, never on the loop or its default executor.
+            call = lambda: self.tool.invoke(self.arguments, self.config)  # noqa: E731
+            running = workers.THREADS.submit(call)
+            task = asyncio.wrap_future(running)
+        started = time.perf_counter()
+        # Not wait_for: it waits for a cancelled task to finish, which a tool that swallows
+        # CancelledError never does. The Observation is the timeout, whatever the tool does.
+        done, _ = await asyncio.wait({task}, timeout=self.timeout)
+        late = time.perf_counter() - started - self.timeout
+        if late > _LOOP_BLOCKED_S:
+            logger.warning(
+                "tool %s blocked the event loop for %.1f s past its timeout: an async tool that "
+                "blocks the loop cannot be interrupted; make it await, or give it a sync body",
+                self.tool.name,
+                late,
+            )
+        if not done or late > _LOOP_BLOCKED_S:
+            task.cancel()
+            running.cancel()
+            if not running.done():
+                workers.abandon(key, running)
+            return self._failure(None)
+        return self._result(task)
+
+
+def run_tool(
+    state: State, config: RunnableConfig, deps: Deps
+) -> Generator[Effect, Any, dict[str, Any]]:
+    """Complete the turn: run the parsed action (or reject the reply) and record the Observation."""
     parsed, reply = state["parsed"], state["reply"]
     if parsed is None or reply is None:
         raise ValueError("run_tool needs a parsed reply in the state")
-    kind = "invalid" if observation is None else "action"
-    if observation is None:
+    tool = deps.tools.get(parsed["action"] or "") if parsed["kind"] == "action" else None
+    latency = None
+    if tool is None:
+        kind = "invalid"
         observation = parsed["error"] or prompts.NO_ACTION.format(valid=", ".join(deps.tools))
-    observation = truncate(observation, state["settings"]["max_observation_chars"])
+    else:
+        kind = "action"
+        try:
+            arguments = tool_arguments(tool, parsed["action_input"] or "")
+        except ValueError as error:
+            observation = str(error)
+        else:
+            started = time.perf_counter()
+            call = ToolCall(
+                tool, arguments, tool_config(state, config), state["settings"]["tool_timeout"]
+            )
+            observation = yield call
+            latency = time.perf_counter() - started
+    observation = truncate(storable(observation), state["settings"]["max_observation_chars"])
     turn = new_turn(
         state, kind, reply=reply, parsed=parsed, observation=observation, tool_latency_s=latency
     )
     return {"turns": [turn]}
 
 
-def _tool_for(state: State, deps: Deps) -> BaseTool | None:
-    parsed = state["parsed"]
-    if parsed is None or parsed["kind"] != "action":
-        return None
-    return deps.tools.get(parsed["action"] or "")
-
-
-def run_tool(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
-    """Complete the turn: run the parsed action (or reject the reply) and record the Observation."""
-    tool = _tool_for(state, deps)
-    if tool is None:
-        return _complete_turn(state, deps, None, None)
-    started = time.perf_counter()
-    parsed = state["parsed"]
-    observation = call_tool(
-        tool, parsed["action_input"] or "", state["settings"]["tool_timeout"], config
-    )
-    return _complete_turn(state, deps, observation, time.perf_counter() - started)
-
-
-async def arun_tool(state: State, config: RunnableConfig, *, deps: Deps) -> dict[str, Any]:
-    """The async twin of ``run_tool``."""
-    tool = _tool_for(state, deps)
-    if tool is None:
-        return _complete_turn(state, deps, None, None)
-    started = time.perf_counter()
-    parsed = state["parsed"]
-    observation = await acall_tool(
-        tool, parsed["action_input"] or "", state["settings"]["tool_timeout"], config
-    )
-    return _complete_turn(state, deps, observation, time.perf_counter() - started)
+def tool_config(state: State, config: RunnableConfig) -> RunnableConfig:
+    """The config a tool call gets: the run's, plus a key that is the same on every attempt of
+    this call (thread, run, turn), for tools that must not act twice."""
+    turn = len(state.get("turns") or []) + 1
+    key = f"{state.get('thread_id')}/{state.get('run', 1)}/{turn}"
+    configurable = {**(config.get("configurable") or {}), "idempotency_key": key}
+    metadata = {**(config.get("metadata") or {}), "idempotency_key": key}
+    return {**config, "configurable": configurable, "metadata": metadata}

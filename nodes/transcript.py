@@ -1,13 +1,14 @@
 """The model's view of the transcript, and the turn records that make up the transcript.
 
-``render_prompt`` is the one place that decides what the model sees. The variants differ only
-in what the state holds (notes, compactions) and in the settings (a window of recent turns).
+``render_prompt`` is the one place that decides what the model sees. A variant's ``View`` says
+which parts it shows: its notes, a window of recent turns, the latest summary.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -27,8 +28,24 @@ def _turn_messages(text: str, observation: str | None) -> tuple[BaseMessage, ...
     return (reply, HumanMessage(prompts.OBSERVATION.format(text=observation)))
 
 
+@dataclass(frozen=True)
+class View:
+    """What of the state the model sees besides the question and the turns."""
+
+    notes: bool = False
+    """The notes block (the ``notes`` field)."""
+    window: bool = False
+    """Only the last ``window_turns`` turns (a setting of the variant)."""
+    summary: bool = False
+    """The latest summary, and only the turns since the latest compaction."""
+
+
+WHOLE = View()
+"""The plain view: the whole transcript."""
+
+
 @functools.lru_cache(maxsize=256)
-def _opening(tool_descriptions: str, question: str, notes_limit: int) -> HumanMessage:
+def _opening(tool_descriptions: str, question: str, notes_limit: int | None) -> HumanMessage:
     described = tool_descriptions.replace(prompts.NOTES_LIMIT, str(notes_limit))
     return HumanMessage(prompts.REACT_PROMPT.format(tool_descriptions=described, question=question))
 
@@ -44,33 +61,34 @@ def _progress_message(summary: str) -> HumanMessage:
     return HumanMessage(prompts.PROGRESS.format(summary=summary))
 
 
-def visible_turns(state: State) -> list[Turn]:
-    """The turns of the current window: those since the latest compaction, then the last
-    ``window_turns`` of them (all when it is None)."""
+def visible_turns(state: State, view: View) -> list[Turn]:
+    """The turns in the model's view: those since the latest compaction, then at most the last
+    ``window_turns`` of them. Only those are copied, however long the transcript is."""
     turns = state.get("turns") or []
+    start = 0
     compactions = state.get("compactions") or []
-    if compactions:
-        first = compactions[-1]["first_kept_turn"]
+    if view.summary and compactions:
         # Turn numbers are 1-based positions in the append-only transcript.
-        turns = turns[first - 1 :]
-    window = state["settings"]["window_turns"]
-    return turns[-window:] if window is not None else turns
+        start = compactions[-1]["first_kept_turn"] - 1
+    if view.window:
+        start = max(start, len(turns) - state["settings"]["window_turns"])
+    return turns[start:]
 
 
-def render_prompt(state: State, tool_descriptions: str) -> list[BaseMessage]:
-    """The messages for the next model call: the filled ReAct prompt, the notes when the run
-    keeps notes, the summary when the run was compacted, then the visible turns."""
+def render_prompt(state: State, view: View, tool_descriptions: str) -> list[BaseMessage]:
+    """The messages for the next model call: the filled ReAct prompt, the notes when the view
+    has them, the summary when the run was compacted, then the visible turns."""
     settings = state["settings"]
     messages: list[BaseMessage] = [
-        _opening(tool_descriptions, state["question"], settings["max_notes_chars"])
+        _opening(tool_descriptions, state["question"], settings.get("max_notes_chars"))
     ]
-    notes = state.get("notes")
-    if notes is not None:
+    if view.notes:
+        notes = state.get("notes") or ""
         messages.append(_notes_message(notes, bool(state.get("resumed_notes"))))
     summary = state.get("summary")
-    if summary is not None and state.get("compactions"):
+    if view.summary and summary is not None and state.get("compactions"):
         messages.append(_progress_message(summary))
-    for turn in visible_turns(state):
+    for turn in visible_turns(state, view):
         messages.extend(_turn_messages(turn["text"], turn["observation"]))
     return messages
 
@@ -99,6 +117,7 @@ def new_turn(
         prompt_tokens=reply["prompt_tokens"],
         completion_tokens=reply["completion_tokens"],
         token_source=reply["token_source"],
+        message_id=reply.get("message_id"),
     )
     log_turn(turn)
     return turn

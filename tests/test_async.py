@@ -63,4 +63,6 @@ def test_sync_tools_run_on_the_tool_threads_not_the_loops_executor() -> None:
     model = fake_model(action("where", "x"), answer("done"))
     graph = build_graph("transcript", model=model, tools=[where])
     asyncio.run(graph.ainvoke({"question": "q"}))
-    assert seen == ["tool"]  # a daemon tool thread: a hung tool cannot hold up loop shutdown
+    assert seen == [
+        "reactgraph-worker"
+    ]  # a daemon tool thread: a hung tool cannot hold up loop shutdown

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reactgraph import build_graph
+from reactgraph import VARIANTS, build_graph
 from tests.fakes import fake_model
 
 SHAPES = {
@@ -48,7 +48,34 @@ SHAPES = {
             ("run_tool", "force_answer"),
         },
     ),
+    "notes_compaction": (
+        {
+            "start_run",
+            "load_notes",
+            "compact_history",
+            "call_model",
+            "parse_reply",
+            "run_tool",
+            "update_notes",
+            "stop_run",
+        },
+        {
+            ("compact_history", "__end__"),
+            ("compact_history", "call_model"),
+            ("parse_reply", "__end__"),
+            ("parse_reply", "run_tool"),
+            ("parse_reply", "update_notes"),
+            ("run_tool", "compact_history"),
+            ("run_tool", "stop_run"),
+            ("update_notes", "compact_history"),
+            ("update_notes", "stop_run"),
+        },
+    ),
 }
+
+
+def test_every_registered_variant_has_a_shape() -> None:
+    assert set(SHAPES) == set(VARIANTS)
 
 
 @pytest.mark.parametrize("variant", sorted(SHAPES))

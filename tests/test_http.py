@@ -242,7 +242,7 @@ def test_a_failing_run_does_not_stop_the_batch(openai_server: FakeOpenAIServer) 
 def test_a_runs_context_can_switch_to_another_openai_compatible_model(
     openai_server: FakeOpenAIServer,
 ) -> None:
-    from reactgraph.nodes.settings import RunContext
+    from reactgraph import RunContext
     from reactgraph.scripted import ScriptedChatModel
 
     openai_server.script.extend(["Final Answer: from the server"])

@@ -118,7 +118,7 @@ def test_a_run_without_thread_id_gets_one(backend: dict) -> None:
 
 @pytest.mark.parametrize(
     "thread",
-    ["../x", "../../etc/passwd", "a/b", "/abs", ".", "..", "a\0b", "C:\\x", "~root", "x" * 300],
+    ["../x", "../../etc/passwd", "a/b", "/abs", ".", "..", "a\tb", "C:\\x", "~root", "x" * 300],
 )
 def test_unsafe_thread_ids_stay_inside_notes_dir(tmp_path: Path, thread: str) -> None:
     folder = tmp_path / "notes"
@@ -225,7 +225,7 @@ def test_saved_notes_are_not_repeated_in_the_window(backend: dict) -> None:
 
 
 def test_a_runs_context_changes_the_notes_limit_and_its_description(backend: dict) -> None:
-    from reactgraph.nodes.settings import RunContext
+    from reactgraph import RunContext
 
     model = fake_model("Action: update_notes[" + "n" * 30 + "]", answer("ok"))
     out = notes_graph(model, backend, max_notes_chars=100).invoke(

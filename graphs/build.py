@@ -1,0 +1,80 @@
+"""``build_graph(variant, ...)``: a variant's spec, the developer's objects and settings, checked
+once, assembled and compiled."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
+
+from reactgraph.assembly import assemble
+from reactgraph.graph import ReactGraph, adopt
+from reactgraph.models import chat_model
+from reactgraph.nodes.compaction import context_window_for
+from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
+from reactgraph.settings import check_all, context_schema
+from reactgraph.variants import variant as find_variant
+
+
+def _openai_compatible(name: str, base_url: str | None) -> BaseChatModel:
+    """A run's context may name another model: an OpenAI-compatible one, by name and URL."""
+    return chat_model(name, base_url=base_url)
+
+
+def build_graph(
+    variant: str,
+    *,
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    token_counter: TokenCounterFn | None = None,
+    summarizer: BaseChatModel | None = None,
+    **settings: Any,
+) -> ReactGraph:
+    """Build and compile one variant of the ReAct loop.
+
+    ``variant`` is one of ``reactgraph.VARIANTS``. ``settings`` are the variant's own (see
+    ``reactgraph.describe(variant)`` or the README); a setting of another variant, or a bad
+    value, raises ``ValueError``/``TypeError``. ``store`` keeps the notes of the notes variants
+    in a LangGraph store instead of files; ``token_counter`` and ``summarizer`` serve the
+    compaction variants (default: tiktoken, and the model itself).
+
+    ``graph.invoke({"question": ...}, config)`` (or ``{"messages": [...]}``) returns the state,
+    whose ``answer``, ``status`` and ``turns`` are the result.
+    """
+    spec = find_variant(variant)
+    objects = {"store": store, "token_counter": token_counter, "summarizer": summarizer}
+    misplaced = [name for name, value in objects.items() if value is not None]
+    misplaced = [name for name in misplaced if name not in spec.objects]
+    given = {name: value for name, value in settings.items() if value is not None}
+    if misplaced:
+        raise ValueError(
+            f"{', '.join(misplaced)} do(es) not apply to the {variant!r} variant; "
+            f"it takes: {', '.join(sorted(spec.objects)) or 'no objects besides model and tools'}"
+        )
+    values = check_all(variant, spec.settings, given, where="build")
+    if "context_window" in values and values["context_window"] is None:
+        values["context_window"] = context_window_for(
+            model_name(model) if isinstance(model, BaseChatModel) else None
+        )
+    deps = make_deps(
+        model,
+        tools,
+        values,
+        view=spec.view,
+        token_counter=token_counter,
+        summarizer=summarizer,
+        extra_actions=[(action.name, action.description) for action in spec.actions],
+        store=store,
+        model_factory=_openai_compatible,
+    )
+    every = {s.name: values.get(s.name) for s in spec.settings}
+    schema = context_schema(variant, spec.settings, every)
+    builder = assemble(spec, deps, schema)
+    compiled = builder.compile(checkpointer=checkpointer, store=store, name=variant)
+    return adopt(compiled)

@@ -1,0 +1,136 @@
+"""Settings: each declared once, checked by one function at build time and per run alike.
+
+A variant's spec lists its ``Setting`` values. ``build_graph`` checks the keyword arguments with
+``Setting.check``; the same check runs when a run's context is turned into the graph's context
+schema (a dataclass made from the spec, whose defaults are the values the graph was built with,
+so Studio's form shows exactly that variant's fields and their real values).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from os import PathLike
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One tunable value: its type, default, bounds, and where it may be set."""
+
+    name: str
+    kind: type
+    """``int``, ``float`` or ``str``; a float setting also takes an int."""
+    default: Any
+    description: str
+    minimum: float | None = None
+    """Smallest allowed value, inclusive."""
+    above: float | None = None
+    """Lower bound the value must exceed (exclusive)."""
+    maximum: float | None = None
+    """Largest allowed value, inclusive."""
+    optional: bool = False
+    """Whether None is a valid value (meaning "not set": the built value or a lookup)."""
+    build: bool = True
+    """Whether ``build_graph`` takes it as a keyword argument."""
+    per_run: bool = True
+    """Whether a run's context may change it (and Studio shows it)."""
+
+    def but(self, **changes: Any) -> Setting:
+        """This setting with another default (or other fields), for one variant."""
+        return dataclasses.replace(self, **changes)
+
+    def check(self, value: Any) -> Any:
+        """The value, normalised; TypeError for a wrong type, ValueError for a wrong value."""
+        if value is None:
+            if self.optional:
+                return None
+            raise TypeError(f"{self.name} must be set, got None")
+        if self.kind is float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{self.name} must be a number, got {type(value).__name__}")
+            value = float(value)
+            if not math.isfinite(value):
+                raise ValueError(f"{self.name} must be a finite number, got {value}")
+        elif self.kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{self.name} must be an int, got {type(value).__name__}")
+        elif self.kind is str:
+            if isinstance(value, PathLike):
+                value = str(value)
+            if not isinstance(value, str):
+                raise TypeError(f"{self.name} must be a string, got {type(value).__name__}")
+            if not value.strip():
+                raise ValueError(f"{self.name} must not be empty")
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(f"{self.name} must be >= {self.minimum:g}, got {value}")
+        if self.above is not None and not value > self.above:
+            raise ValueError(f"{self.name} must be > {self.above:g}, got {value}")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"{self.name} must be <= {self.maximum:g}, got {value}")
+        return value
+
+
+def check_all(
+    variant: str, settings: Iterable[Setting], given: Mapping[str, Any], *, where: str
+) -> dict[str, Any]:
+    """Every setting's value: ``given`` checked over the defaults. A name the variant does not
+    have (for ``where``: "build" or "run") is a ValueError naming the variant's own settings."""
+    allowed = {s.name: s for s in settings if (s.build if where == "build" else s.per_run)}
+    unknown = [name for name in given if name not in allowed]
+    if unknown:
+        raise ValueError(
+            f"{', '.join(sorted(unknown))} do(es) not apply to the {variant!r} variant"
+            f"{' at run time' if where == 'run' else ''}; its settings are: "
+            f"{', '.join(allowed)}"
+        )
+    values = {name: setting.default for name, setting in allowed.items()}
+    for name, value in given.items():
+        values[name] = allowed[name].check(value)
+    return values
+
+
+class RunContext(dict[str, Any]):
+    """Per-run overrides for any variant: ``graph.invoke(q, config, context=RunContext(...))``.
+
+    Unset (None) fields keep the values the graph was built with. It is a plain mapping, so the
+    graph checks it exactly like a context given as a dict: a field the variant does not have,
+    or an out-of-range value, raises ValueError before anything is stored.
+    """
+
+    def __init__(self, **fields: Any) -> None:
+        super().__init__({k: v for k, v in fields.items() if v is not None})
+
+
+def context_schema(variant: str, settings: Iterable[Setting], values: Mapping[str, Any]) -> type:
+    """The graph's context schema: one field per run setting, defaulting to the built value.
+
+    Its constructor is the run-time check: LangGraph builds it from a dict context (Python or
+    Studio), so an unknown field or a bad value fails the run before it starts.
+    """
+    run_settings = [s for s in settings if s.per_run]
+    fields = [
+        (
+            s.name,
+            (s.kind | None) if s.optional else s.kind,
+            dataclasses.field(default=values[s.name], metadata={"description": s.description}),
+        )
+        for s in run_settings
+    ]
+
+    def __init__(self: Any, **given: Any) -> None:
+        # None means "not set" (a cleared field in Studio's form): keep the built value.
+        chosen = {name: value for name, value in given.items() if value is not None}
+        checked = check_all(variant, run_settings, chosen, where="run")
+        for setting in run_settings:
+            value = checked[setting.name] if setting.name in chosen else values[setting.name]
+            object.__setattr__(self, setting.name, value)
+
+    title = "".join(part.title() for part in variant.split("_")) + "Context"
+    schema = dataclasses.make_dataclass(
+        title, fields, namespace={"__init__": __init__}, init=False, frozen=True
+    )
+    schema.__doc__ = f"Run settings of the {variant} variant; unset fields keep the built values."
+    return schema

@@ -1,0 +1,71 @@
+"""What a variant is: one value that says everything the assembly needs to build its graph.
+
+A variant adds nodes in front of the model call (``before_model``), extra actions the model may
+call besides the tools (``actions``), changes the model's view of the transcript (``view``), and
+chooses its exit at the turn cap (``at_cap``). Its settings, with their defaults and
+descriptions, are its context schema. ``reactgraph.assembly`` turns any ``Variant`` into a graph;
+nothing else in the code asks which variant it is running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.state import State, Status
+from reactgraph.nodes.transcript import WHOLE, View
+from reactgraph.settings import Setting
+
+# A node body: (state, config, deps) -> a partial update, or a generator of effects that
+# returns one (see ``reactgraph.nodes.effects``).
+Body = Callable[[State, Any, Deps], Any]
+
+
+@dataclass(frozen=True)
+class Step:
+    """A node spliced in front of the model call."""
+
+    name: str
+    body: Body
+    every_turn: bool
+    """True: before every model call (``compact_history``); False: once per run, after
+    ``start_run`` (``load_notes``)."""
+    can_end: bool = False
+    """Whether it may end the run by setting a status (compaction's ``context_exhausted``)."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """An action the model may call besides the tools, handled by its own node."""
+
+    name: str
+    description: str
+    """Its line in the prompt's list of actions (``<max_notes_chars>`` is filled per run)."""
+    body: Body
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One variant of the loop, described once."""
+
+    name: str
+    summary: str
+    """One line for ``--help``, Studio and the README."""
+    settings: tuple[Setting, ...]
+    """Every setting it takes, with this variant's defaults."""
+    statuses: tuple[Status, ...]
+    """How its runs can end."""
+    before_model: tuple[Step, ...] = ()
+    actions: tuple[Action, ...] = ()
+    view: View = WHOLE
+    at_cap: Literal["force_answer", "stop_run"] = "force_answer"
+    """At ``max_turns``: one forced last call that must answer, or stop with the state saved."""
+    objects: frozenset[str] = frozenset()
+    """Build-time Python objects it accepts beyond the model and tools: ``store``,
+    ``token_counter``, ``summarizer``."""
+
+    def setting(self, name: str) -> Setting | None:
+        """Its setting of that name, if it has one."""
+        return next((s for s in self.settings if s.name == name), None)

@@ -1,0 +1,27 @@
+"""notes_compaction: both, for the longest runs. The notes variant's external notes and window,
+plus the compaction variant's summaries when even the windowed prompt nears the context window.
+
+Its cap is the larger of the two (60 turns) and its cap exit is the notes variant's: it stops
+early with its notes saved, since the notes carry the work into the next run on the thread.
+So its runs end answered, stopped_early, stuck or context_exhausted.
+"""
+
+from __future__ import annotations
+
+from reactgraph.nodes.transcript import View
+from reactgraph.spec import Variant
+from reactgraph.variants.common import common
+from reactgraph.variants.compaction import COMPACT_HISTORY, COMPACTION_SETTINGS
+from reactgraph.variants.notes import LOAD_NOTES, NOTES_SETTINGS, UPDATE_NOTES
+
+NOTES_COMPACTION = Variant(
+    name="notes_compaction",
+    summary="Notes and a window, plus summaries when even the window nears the context limit.",
+    settings=(*common(max_turns=60), *NOTES_SETTINGS, *COMPACTION_SETTINGS),
+    statuses=("answered", "stopped_early", "stuck", "context_exhausted"),
+    before_model=(LOAD_NOTES, COMPACT_HISTORY),
+    actions=(UPDATE_NOTES,),
+    view=View(notes=True, window=True, summary=True),
+    at_cap="stop_run",
+    objects=frozenset({"store", "token_counter", "summarizer"}),
+)

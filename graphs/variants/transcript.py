@@ -1,0 +1,14 @@
+"""transcript: the plain loop over the whole transcript, with a forced last answer at the cap."""
+
+from __future__ import annotations
+
+from reactgraph.spec import Variant
+from reactgraph.variants.common import common
+
+TRANSCRIPT = Variant(
+    name="transcript",
+    summary="The plain loop: the model sees the whole transcript; a forced answer at the cap.",
+    settings=common(max_turns=10),
+    statuses=("answered", "turn_limit", "stuck"),
+    at_cap="force_answer",
+)
