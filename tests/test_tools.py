@@ -159,3 +159,51 @@ def test_search_rejects_a_missing_or_empty_folder(tmp_path: Path) -> None:
         LocalCorpus(tmp_path / "missing")
     with pytest.raises(ValueError, match=r"no \.md or \.txt"):
         LocalCorpus(tmp_path)
+
+
+# Per-question corpora: the pages a HotpotQA question brings, searched on their own.
+
+FIRST_QUESTION = {
+    "Alder Bridge": ["The Alder Bridge crosses the Wend river. It opened in 1901."],
+    "Wend": ["The Wend is a river in the north. Its bridges include the Alder Bridge."],
+}
+SECOND_QUESTION = {
+    "Birch Bridge": ["The Birch Bridge crosses the Wend estuary. It opened in 1955."],
+    "Wend estuary": "The Wend estuary is wide and shallow; one bridge spans it.",
+}
+
+
+def test_a_corpus_from_pages_in_memory() -> None:
+    corpus = LocalCorpus.from_pages(FIRST_QUESTION, top_k=1)
+    assert corpus.search("when did the Alder Bridge open") == (
+        "[Alder Bridge] The Alder Bridge crosses the Wend river. It opened in 1901."
+    )
+    assert set(corpus.pages) == {"Alder Bridge", "Wend"}
+    long = LocalCorpus.from_pages({"Long": ["Word. " * 400], "Blank": ["  ", ""]})
+    assert list(long.pages) == ["Long"] and len(long.pages["Long"]) > 1
+    with pytest.raises(ValueError, match="no pages with text"):
+        LocalCorpus.from_pages({"Blank": ["   "]})
+
+
+def test_search_over_one_questions_pages_never_returns_another_questions_text() -> None:
+    first_search, first_lookup = search_tools(pages=FIRST_QUESTION)
+    second_search, second_lookup = search_tools(pages=SECOND_QUESTION)
+    first_text = " ".join(p for ps in FIRST_QUESTION.values() for p in ps)
+    for query in ("Wend", "bridge opened", "Birch Bridge", "estuary", "Alder Bridge 1901"):
+        out = second_search.invoke(query)
+        assert "Alder" not in out and "1901" not in out and "north" not in out
+        assert not any(sentence in out for sentence in first_text.split(". "))
+        assert "Birch" not in first_search.invoke(query)
+    # Each question's lookup reads its own last page, whatever the other found.
+    first_search.invoke("Alder Bridge")
+    second_search.invoke("Birch Bridge")
+    assert "[Alder Bridge]" in first_lookup.invoke("opened")
+    assert "[Birch Bridge]" in second_lookup.invoke("opened")
+    assert second_search.invoke("Eiffel Tower").startswith("No pages match")  # nor the bundled
+
+
+def test_search_tools_take_a_folder_or_pages_not_both(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nAlpha text.")
+    assert search_tools(tmp_path)[0].invoke("alpha").startswith("[A]")
+    with pytest.raises(ValueError, match="not both"):
+        search_tools(tmp_path, pages=FIRST_QUESTION)

@@ -7,6 +7,7 @@ import math
 import re
 import threading
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,36 +86,61 @@ def _title_and_body(path: Path) -> tuple[str, str]:
 def _paragraphs(body: str) -> list[str]:
     paragraphs = []
     for block in re.split(r"\n\s*\n", body):
-        block = " ".join(block.split())
-        if not block or block.startswith("#"):
-            continue
-        while len(block) > MAX_PASSAGE_CHARS:
-            cut = block.rfind(". ", 0, MAX_PASSAGE_CHARS)
-            cut = cut + 1 if cut > 0 else MAX_PASSAGE_CHARS
-            paragraphs.append(block[:cut].strip())
-            block = block[cut:].strip()
-        if block:
-            paragraphs.append(block)
+        if not block.strip().startswith("#"):
+            paragraphs.extend(_passages(block))
     return paragraphs
 
 
+def _passages(paragraph: str) -> list[str]:
+    """One paragraph as passages of at most MAX_PASSAGE_CHARS, cut at sentence ends."""
+    passages = []
+    block = " ".join(paragraph.split())
+    while len(block) > MAX_PASSAGE_CHARS:
+        cut = block.rfind(". ", 0, MAX_PASSAGE_CHARS)
+        cut = cut + 1 if cut > 0 else MAX_PASSAGE_CHARS
+        passages.append(block[:cut].strip())
+        block = block[cut:].strip()
+    if block:
+        passages.append(block)
+    return passages
+
+
 class LocalCorpus:
-    """BM25 (k1=1.5, b=0.75) over the passages of every .md/.txt file under a folder."""
+    """BM25 (k1=1.5, b=0.75) over the passages of every .md/.txt file under a folder, or over
+    pages given in memory (``from_pages``)."""
 
     def __init__(self, folder: str | Path = DEFAULT_CORPUS, top_k: int = 3) -> None:
         root = Path(folder)
         if not root.is_dir():
             raise ValueError(f"corpus folder not found: {root}")
-        self.top_k = top_k
-        self.pages: dict[str, list[str]] = {}
-        self.passages: list[Passage] = []
+        pages: dict[str, list[str]] = {}
         for path in sorted(p for p in root.rglob("*") if p.suffix in (".md", ".txt")):
             title, body = _title_and_body(path)
-            paragraphs = _paragraphs(body)
-            self.pages.setdefault(title, []).extend(paragraphs)
-            self.passages.extend(Passage(title, p) for p in paragraphs)
+            pages.setdefault(title, []).extend(_paragraphs(body))
+        self._index(pages, top_k, f"no .md or .txt pages with text under {root}")
+
+    @classmethod
+    def from_pages(cls, pages: Mapping[str, str | Sequence[str]], top_k: int = 3) -> LocalCorpus:
+        """A corpus of the given pages only, title -> paragraphs (or one text): e.g. the ten
+        paragraphs a HotpotQA question brings, so its search cannot reach another question's."""
+        corpus = cls.__new__(cls)
+        paragraphs = {
+            title: [
+                p
+                for text in ([texts] if isinstance(texts, str) else texts)
+                for p in _passages(text)
+            ]
+            for title, texts in pages.items()
+        }
+        corpus._index(paragraphs, top_k, "no pages with text given")
+        return corpus
+
+    def _index(self, pages: dict[str, list[str]], top_k: int, empty: str) -> None:
+        self.top_k = top_k
+        self.pages = {title: paragraphs for title, paragraphs in pages.items() if paragraphs}
+        self.passages = [Passage(t, p) for t, paragraphs in self.pages.items() for p in paragraphs]
         if not self.passages:
-            raise ValueError(f"no .md or .txt pages with text under {root}")
+            raise ValueError(empty)
         # The title counts twice, so a page about the query outranks passing mentions.
         self._docs = [Counter(tokenize(f"{p.title} {p.title} {p.text}")) for p in self.passages]
         self._lengths = [sum(d.values()) for d in self._docs]
@@ -170,9 +196,23 @@ class LocalCorpus:
         return "\n".join(f"({i}/{len(hits)}) [{page}] {s}" for i, s in enumerate(hits, 1))
 
 
-def search_tools(folder: str | Path = DEFAULT_CORPUS, top_k: int = 3) -> list[BaseTool]:
-    """``search`` and ``lookup`` over one folder; they share the last page found."""
-    corpus = LocalCorpus(folder, top_k)
+def search_tools(
+    folder: str | Path | None = None,
+    top_k: int = 3,
+    *,
+    pages: Mapping[str, str | Sequence[str]] | None = None,
+) -> list[BaseTool]:
+    """``search`` and ``lookup`` over one folder (the bundled corpus by default) or over the
+    given pages (title -> paragraphs); they share the last page found."""
+    if folder is not None and pages is not None:
+        raise ValueError("search_tools takes a folder or pages, not both")
+    if pages is not None:
+        return corpus_tools(LocalCorpus.from_pages(pages, top_k))
+    return corpus_tools(LocalCorpus(DEFAULT_CORPUS if folder is None else folder, top_k))
+
+
+def corpus_tools(corpus: LocalCorpus) -> list[BaseTool]:
+    """``search`` and ``lookup`` over a corpus already built."""
 
     def conversation(config: RunnableConfig) -> str | None:
         # The caller's thread, when it has one: runs sharing these tools keep their own page.

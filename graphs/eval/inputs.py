@@ -1,0 +1,248 @@
+"""Question sets for ``reactgraph eval``: our JSONL (one question per line) and the HotpotQA
+dev-set JSON as distributed, read into one item type. A bad line or entry is reported and
+skipped; only a file that cannot be read at all raises."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+
+from reactgraph.eval.score import normalize_answer
+
+BUNDLED_QUESTIONS = Path(__file__).with_name("bundled.jsonl")
+MAX_LINE_BYTES = 1_000_000
+_DRAIN_BYTES = 1 << 16
+_GENERATED_ID = re.compile(r"line-[0-9]+")
+Format = Literal["jsonl", "hotpotqa"]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question. ``pages`` (title -> paragraphs) is the question's own corpus when its format
+    brings one (HotpotQA), else None: search the shared corpus. Treat ``pages`` as read-only."""
+
+    id: str
+    question: str
+    gold: tuple[str, ...]
+    pages: Mapping[str, tuple[str, ...]] | None = field(default=None, hash=False)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A skipped line (1-based number) or HotpotQA entry (0-based index), and why."""
+
+    number: int
+    reason: str
+    unit: Literal["line", "index"] = "line"
+
+    def __str__(self) -> str:
+        return f"{self.unit} {self.number}: {self.reason}"
+
+
+def id_text(value: str | int | float) -> str:
+    """An id as text, kept as given yet never ambiguous. Numbers become their JSON text; a string
+    stays as it is unless it could be mistaken for another kind of id (it parses as JSON, or it
+    looks like a generated ``line-N``): then it is quoted as JSON. So 5 -> ``5``, "5" -> ``"5"``,
+    "b01" -> ``b01``, "line-8" -> ``"line-8"``; ``line-N`` ids of id-less lines never collide."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False) if _ambiguous(value) else value
+    return json.dumps(value)
+
+
+def _ambiguous(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return _GENERATED_ID.fullmatch(text) is not None
+    return True
+
+
+def _json_error(error: Exception) -> str:
+    deep = isinstance(error, RecursionError)
+    return "nested too deeply" if deep else getattr(error, "msg", str(error))
+
+
+class _Skip(Exception):
+    """Why a line or entry is skipped."""
+
+
+def _golds(value: Any) -> tuple[str, ...]:
+    if value is None:
+        raise _Skip('no gold "answer"')
+    answers = [value] if isinstance(value, str) else value
+    if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+        raise _Skip('"answer" must be a string or a non-empty list of strings')
+    for answer in answers:
+        # It could never be matched: it normalizes to the empty string.
+        if not normalize_answer(answer):
+            raise _Skip(f"gold answer {answer!r} is empty once punctuation and articles go")
+    return tuple(answer.strip() for answer in answers)
+
+
+def _question(entry: Any) -> str:
+    if not isinstance(entry, dict):
+        raise _Skip(f"not a JSON object (got {'null' if entry is None else type(entry).__name__})")
+    question = entry.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise _Skip('needs a non-empty "question" string')
+    return question.strip()
+
+
+def _jsonl_item(value: Any, number: int) -> Item:
+    question = _question(value)
+    gold = _golds(value.get("answer"))
+    if "id" not in value:
+        return Item(f"line-{number}", question, gold)
+    given = value["id"]
+    if isinstance(given, bool) or not isinstance(given, str | int | float):
+        raise _Skip('"id" must be a string or a number')
+    if isinstance(given, str) and not given.strip():
+        raise _Skip('"id" must not be empty')
+    return Item(id_text(given), question, gold)
+
+
+@contextmanager
+def _reading(path: str | Path) -> Iterator[BinaryIO]:
+    """The file as bytes; failing to read it (missing, a folder, no permission) is a ValueError."""
+    try:
+        with open(path, "rb") as stream:
+            yield stream
+    except OSError as error:
+        raise ValueError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def _lines(stream: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]:
+    """Each line's number and bytes, or None for a line over ``limit`` bytes: that one is read
+    past in chunks, never held whole."""
+    number = 0
+    while chunk := stream.readline(limit + 1):
+        number += 1
+        if len(chunk) <= limit or chunk.endswith(b"\n"):
+            yield number, chunk
+            continue
+        while chunk and not chunk.endswith(b"\n"):
+            chunk = stream.readline(_DRAIN_BYTES)
+        yield number, None
+
+
+def _parse_line(raw: bytes | None, number: int, limit: int) -> Any:
+    """The line's JSON value."""
+    if raw is None:
+        raise _Skip(f"longer than {limit:,} bytes")
+    if number == 1:
+        raw = raw.removeprefix(b"\xef\xbb\xbf")  # the BOM some editors write
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _Skip(f"not UTF-8 (invalid byte at column {error.start + 1})") from None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise _Skip(f"not JSON ({_json_error(error)})") from None
+
+
+def read_jsonl(
+    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES
+) -> tuple[list[Item], list[Problem]]:
+    """The good items of a JSONL file and the problems of the others, in file order. Each line is
+    ``{"id"?, "question", "answer"}``, the answer a string or a non-empty list of strings; a line
+    without an id gets ``line-N`` (see ``id_text``). Of two lines with one id, the first counts.
+    The file streams, so a huge line costs at most ``max_line_bytes`` of memory."""
+    items: list[Item] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    with _reading(path) as stream:
+        for number, raw in _lines(stream, max_line_bytes):
+            if raw is not None and not raw.strip():
+                continue  # a blank line
+            try:
+                item = _jsonl_item(_parse_line(raw, number, max_line_bytes), number)
+                if item.id in seen:
+                    raise _Skip(f"duplicate id {item.id}")
+            except _Skip as skip:
+                problems.append(Problem(number, str(skip)))
+                continue
+            seen.add(item.id)
+            items.append(item)
+    return items, problems
+
+
+def _pages(context: Any) -> dict[str, tuple[str, ...]]:
+    """HotpotQA's ``[[title, [sentence, ...]], ...]`` as title -> (paragraph, ...)."""
+    shape = '"context" must be a list of [title, [sentence, ...]]'
+    if not isinstance(context, list):
+        raise _Skip(shape)
+    pages: dict[str, tuple[str, ...]] = {}
+    for pair in context:
+        title, sentences = pair if isinstance(pair, list) and len(pair) == 2 else (None, None)
+        if not isinstance(title, str) or not isinstance(sentences, list):
+            raise _Skip(shape)
+        if not all(isinstance(sentence, str) for sentence in sentences):
+            raise _Skip(shape)
+        # The sentences carry their own leading spaces, though not always: join on one space.
+        paragraph = " ".join(" ".join(sentences).split())
+        if paragraph:
+            pages[title] = (*pages.get(title, ()), paragraph)
+    if not pages:
+        raise _Skip('"context" has no paragraph with text')
+    return pages
+
+
+def _hotpot_item(entry: Any) -> Item:
+    question = _question(entry)
+    key = entry.get("_id")
+    if not isinstance(key, str) or not key.strip():
+        raise _Skip('needs a non-empty "_id" string')
+    gold = _golds(entry.get("answer"))
+    return Item(key, question, gold, _pages(entry.get("context")))
+
+
+def read_hotpotqa(path: str | Path) -> tuple[list[Item], list[Problem]]:
+    """The good questions of a HotpotQA file (e.g. hotpot_dev_distractor_v1.json), each with its
+    own pages, and the problems of the others by index. ``_id`` is kept as it is. The file is
+    read whole with ``json.loads``: the 46 MB dev set takes a few hundred MB while it loads."""
+    with _reading(path) as stream:
+        raw = stream.read()
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8") from None
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"{path}: not JSON ({_json_error(error)})") from None
+    del raw  # free the bytes before the items are built
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: not a HotpotQA file (expected a JSON list of questions)")
+    items: list[Item] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(data):
+        try:
+            item = _hotpot_item(entry)
+            if item.id in seen:
+                raise _Skip(f"duplicate _id {item.id}")
+        except _Skip as skip:
+            problems.append(Problem(index, str(skip), "index"))
+            continue
+        seen.add(item.id)
+        items.append(item)
+    return items, problems
+
+
+def read_questions(path: str | Path, fmt: Format = "jsonl") -> tuple[list[Item], list[Problem]]:
+    """``read_jsonl`` or ``read_hotpotqa``, by ``--format``."""
+    if fmt not in ("jsonl", "hotpotqa"):
+        raise ValueError(f"unknown question format {fmt!r}; use jsonl or hotpotqa")
+    return read_hotpotqa(path) if fmt == "hotpotqa" else read_jsonl(path)
+
+
+def bundled_questions() -> list[Item]:
+    """The question set shipped with the package, over the bundled corpus."""
+    items, problems = read_jsonl(BUNDLED_QUESTIONS)
+    if problems:
+        raise ValueError(f"{BUNDLED_QUESTIONS}: {problems[0]}")
+    return items

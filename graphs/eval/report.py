@@ -1,0 +1,222 @@
+"""The eval report: one summary row per variant from the result lines, as ``summary.md`` (a
+markdown table) and ``summary.png`` (F1 against prompt tokens; status counts)."""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reactgraph.eval.score import score_answer
+
+logger = logging.getLogger(__name__)
+
+MISSING = "\u2013"  # an en dash, in a cell with no figure
+STATUSES = ("answered", "turn_limit", "stuck", "stopped_early", "context_exhausted")
+_COLOURS = {
+    "answered": "#2e7d32",
+    "turn_limit": "#f9a825",
+    "stopped_early": "#ef6c00",
+    "stuck": "#c62828",
+    "context_exhausted": "#6a1b9a",
+    "errors": "#424242",
+}
+_FOOTNOTE = (
+    "EM and F1 are percentages over all n questions (no answer, or an error, scores 0). Turns "
+    "and tokens per question are over the runs that ended (errors excluded); *seconds* adds up "
+    "each question's run time, *wall s* is the variant's wall-clock time when known."
+)
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """One variant's figures; means are None when no run of the variant ended."""
+
+    variant: str
+    n: int
+    em: float
+    f1: float
+    statuses: Mapping[str, int]
+    errors: int
+    mean_turns: float | None
+    median_turns: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    prompt_per_question: float | None
+    completion_per_question: float | None
+    seconds: float
+    wall_seconds: float | None = None
+
+
+def _scores(row: Mapping[str, Any]) -> tuple[float, float]:
+    """The line's EM and F1; scored here from answer and gold when the line lacks them."""
+    if isinstance(row.get("em"), int | float) and isinstance(row.get("f1"), int | float):
+        return float(row["em"]), float(row["f1"])
+    if not row.get("gold"):
+        return 0.0, 0.0
+    em, f1 = score_answer(row.get("answer"), row["gold"])
+    return em, f1
+
+
+def _summary(variant: str, rows: list[Mapping[str, Any]], wall: float | None) -> VariantSummary:
+    ended = [row for row in rows if not row.get("error")]
+    scores = [_scores(row) for row in rows]
+    turns = [int(row.get("turns") or 0) for row in ended]
+    prompt = sum(int(row.get("prompt_tokens") or 0) for row in rows)
+    completion = sum(int(row.get("completion_tokens") or 0) for row in rows)
+    ended_prompt = sum(int(row.get("prompt_tokens") or 0) for row in ended)
+    ended_completion = sum(int(row.get("completion_tokens") or 0) for row in ended)
+    return VariantSummary(
+        variant=variant,
+        n=len(rows),
+        em=statistics.fmean(em for em, _ in scores),
+        f1=statistics.fmean(f1 for _, f1 in scores),
+        statuses=dict(Counter(str(row.get("status") or "unknown") for row in ended)),
+        errors=len(rows) - len(ended),
+        mean_turns=statistics.fmean(turns) if turns else None,
+        median_turns=float(statistics.median(turns)) if turns else None,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        prompt_per_question=ended_prompt / len(ended) if ended else None,
+        completion_per_question=ended_completion / len(ended) if ended else None,
+        seconds=sum(float(row.get("seconds") or 0.0) for row in rows),
+        wall_seconds=wall,
+    )
+
+
+def summarize(
+    results: Iterable[Mapping[str, Any]], wall_seconds: Mapping[str, float] | None = None
+) -> list[VariantSummary]:
+    """One summary per variant, in the order variants first appear. When a (variant, id) pair
+    has several lines - a resumed run retried an error - the last one counts."""
+    latest: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for row in results:
+        latest.setdefault(str(row.get("variant")), {})[str(row.get("id"))] = row
+    walls = wall_seconds or {}
+    return [_summary(v, list(rows.values()), walls.get(v)) for v, rows in latest.items()]
+
+
+def _columns(summaries: Sequence[VariantSummary]) -> list[str]:
+    extra = sorted({s for summary in summaries for s in summary.statuses} - set(STATUSES))
+    return [*STATUSES, *extra]
+
+
+def _number(value: float | None, digits: int = 1) -> str:
+    return MISSING if value is None else f"{value:,.{digits}f}"
+
+
+def markdown_table(summaries: Sequence[VariantSummary]) -> str:
+    """The summaries as a markdown table, one row per variant."""
+    statuses = _columns(summaries)
+    header = [
+        "variant",
+        "n",
+        "EM %",
+        "F1 %",
+        *statuses,
+        "errors",
+        "turns mean",
+        "turns median",
+        "prompt tokens",
+        "prompt / q",
+        "completion tokens",
+        "completion / q",
+        "seconds",
+        "wall s",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for s in summaries:
+        cells = [
+            s.variant,
+            str(s.n),
+            _number(100 * s.em),
+            _number(100 * s.f1),
+            *(str(s.statuses.get(status, 0)) for status in statuses),
+            str(s.errors),
+            _number(s.mean_turns),
+            _number(s.median_turns),
+            f"{s.prompt_tokens:,}",
+            _number(s.prompt_per_question, 0),
+            f"{s.completion_tokens:,}",
+            _number(s.completion_per_question, 0),
+            _number(s.seconds),
+            _number(s.wall_seconds),
+        ]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_summary(summaries: Sequence[VariantSummary], path: str | Path) -> None:
+    """Two panels as a PNG: F1 against mean prompt tokens per question (one point per variant),
+    and each variant's status counts as stacked bars. Needs matplotlib."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise RuntimeError(
+            "summary.png needs matplotlib, which is not installed (pip install matplotlib)"
+        ) from None
+    # A bare Figure on the Agg canvas: no pyplot, so no global backend and no GUI, from any thread.
+    figure = Figure(figsize=(12, 4.8), layout="constrained")
+    FigureCanvasAgg(figure)
+    cost, outcomes = figure.subplots(1, 2)
+    for s in summaries:
+        if s.prompt_per_question is not None:
+            cost.scatter(s.prompt_per_question, 100 * s.f1, s=60)
+            point = (s.prompt_per_question, 100 * s.f1)
+            cost.annotate(s.variant, point, xytext=(6, 6), textcoords="offset points")
+    cost.set(xlabel="mean prompt tokens per question", ylabel="F1 %", title="F1 against cost")
+    cost.set_ylim(0, 105)
+    cost.margins(x=0.2)  # room for the labels of the outermost points
+    cost.grid(alpha=0.3)
+    names = [s.variant for s in summaries]
+    bottoms = [0] * len(summaries)
+    for status in [*_columns(summaries), "errors"]:
+        counts = [s.errors if status == "errors" else s.statuses.get(status, 0) for s in summaries]
+        if any(counts):
+            outcomes.bar(names, counts, bottom=bottoms, label=status, color=_COLOURS.get(status))
+            bottoms = [b + c for b, c in zip(bottoms, counts, strict=True)]
+    outcomes.set(ylabel="questions", title="how the runs ended")
+    outcomes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.savefig(path, format="png", dpi=120)
+
+
+def write_report(
+    results: Iterable[Mapping[str, Any]],
+    folder: str | Path,
+    *,
+    model: str,
+    wall_seconds: Mapping[str, float] | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    """Write ``summary.md`` and ``summary.png`` into ``folder`` and return the table. Without
+    matplotlib the PNG is skipped with a warning; ``notes`` are extra lines for the markdown."""
+    summaries = summarize(results, wall_seconds)
+    table = markdown_table(summaries)
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        plot_summary(summaries, out / "summary.png")
+        figure = "\n![F1 against prompt tokens; how the runs ended](summary.png)\n"
+    except RuntimeError as error:
+        logger.warning("%s; wrote summary.md only", error)
+        figure = ""
+    questions = max((s.n for s in summaries), default=0)
+    lines = [
+        "# reactgraph eval",
+        "",
+        f"Made with the model `{model}`: {len(summaries)} variant(s), up to {questions} "
+        "question(s) each.",
+        *notes,
+        "",
+        table,
+        "",
+        _FOOTNOTE,
+        figure,
+    ]
+    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+    return table
