@@ -64,7 +64,7 @@ def repeats(turns: Sequence[Turn], parsed: ParsedReply, limit: int) -> int:
     if parsed["kind"] != "action":
         return 0
     count = 1
-    for index in range(len(turns) - 1, max(len(turns) - limit, 0) - 1, -1):
+    for index in range(len(turns) - 1, max(len(turns) - limit + 1, 0) - 1, -1):
         turn = turns[index]
         if turn["kind"] != "action":
             break

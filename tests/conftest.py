@@ -66,3 +66,12 @@ def openai_server() -> Any:
     server = FakeOpenAIServer()
     yield server
     server.close()
+
+
+@pytest.fixture(params=["invoke", "ainvoke"])
+def run(request: pytest.FixtureRequest) -> Any:
+    """Run a graph through ``invoke`` and, as a second test, through ``ainvoke``: every
+    behaviour test of a variant holds on both paths."""
+    from tests.fakes import runner
+
+    return runner(request.param)

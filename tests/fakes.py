@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -9,13 +10,33 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
 
 from reactgraph.nodes.tokens import message_text
 from reactgraph.scripted import Reply, ScriptedChatModel
+
+
+class Runner(Protocol):
+    """Runs a graph through ``invoke`` or ``ainvoke`` (the ``run`` fixture's two params)."""
+
+    mode: str
+
+    def __call__(self, graph: Any, input: Any, config: Any = None, **kwargs: Any) -> Any: ...
+
+
+def runner(mode: str) -> Runner:
+    """A ``Runner`` that uses ``graph.invoke`` (mode "invoke") or ``graph.ainvoke``."""
+
+    def run(graph: Any, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        if mode == "invoke":
+            return graph.invoke(input, config, **kwargs)
+        return asyncio.run(graph.ainvoke(input, config, **kwargs))
+
+    run.mode = mode  # type: ignore[attr-defined]
+    return run  # type: ignore[return-value]
 
 
 class FakeChatModel(ScriptedChatModel):

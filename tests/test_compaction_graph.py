@@ -12,7 +12,7 @@ from langchain_core.messages import BaseMessage
 from reactgraph import build_graph
 from reactgraph.nodes.compaction import context_window_for
 from reactgraph.nodes.tokens import TokenCounter
-from tests.fakes import ToolLog, action, answer, fake_model, prompt_text
+from tests.fakes import Runner, ToolLog, action, answer, fake_model, prompt_text
 
 QUESTION = "Which page mentions the bridge?"
 SUMMARY = "## Goal\nFind the bridge.\n## Facts found\n- page 1 says nothing (echo[1])"
@@ -37,7 +37,7 @@ def counter_over_at(turn: int, tokens: int = 160_000):
     return count
 
 
-def run(model, summarizer, counter, **kwargs):
+def run_compaction(run: Runner, model, summarizer, counter, **kwargs):
     graph = build_graph(
         "compaction",
         model=model,
@@ -47,13 +47,13 @@ def run(model, summarizer, counter, **kwargs):
         summarizer=summarizer,
         **kwargs,
     )
-    return graph.invoke({"question": QUESTION})
+    return run(graph, {"question": QUESTION})
 
 
-def test_seed_compacts_once_at_160k_of_200k() -> None:
+def test_seed_compacts_once_at_160k_of_200k(run: Runner) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(1, 8)], answer("done"))
     summarizer = fake_model(SUMMARY)
-    out = run(model, summarizer, counter_over_at(5))
+    out = run_compaction(run, model, summarizer, counter_over_at(5))
     assert len(summarizer.calls) == 1
     turn_six = model.prompts[5]
     assert SUMMARY in turn_six and "## Progress so far" in turn_six
@@ -65,9 +65,9 @@ def test_seed_compacts_once_at_160k_of_200k() -> None:
     assert len(out["turns"]) == 8  # the full transcript stays in the state
 
 
-def test_kept_turns_stay_verbatim_and_the_question_is_in_every_window() -> None:
+def test_kept_turns_stay_verbatim_and_the_question_is_in_every_window(run: Runner) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(1, 8)], answer("done"))
-    run(model, fake_model(SUMMARY), counter_over_at(5))
+    run_compaction(run, model, fake_model(SUMMARY), counter_over_at(5))
     turn_six = model.prompts[5]
     for kept in (3, 4, 5):
         assert action("echo", str(kept)) in turn_six and f"Observation: echo: {kept}" in turn_six
@@ -75,10 +75,10 @@ def test_kept_turns_stay_verbatim_and_the_question_is_in_every_window() -> None:
     assert all(f"Question: {QUESTION}" in p for p in model.prompts)
 
 
-def test_the_summarizer_sees_the_dropped_part_and_the_kept_turns_as_context() -> None:
+def test_the_summarizer_sees_the_dropped_part_and_the_kept_turns_as_context(run: Runner) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(1, 8)], answer("done"))
     summarizer = fake_model(SUMMARY)
-    run(model, summarizer, counter_over_at(5))
+    run_compaction(run, model, summarizer, counter_over_at(5))
     request = summarizer.prompts[0]
     for section in (
         "## Goal",
@@ -96,15 +96,17 @@ def test_the_summarizer_sees_the_dropped_part_and_the_kept_turns_as_context() ->
     assert summarizer.stops == [None]
 
 
-def test_summarizer_failing_once_is_retried() -> None:
+def test_summarizer_failing_once_is_retried(run: Runner) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(1, 8)], answer("done"))
     summarizer = fake_model(failing, SUMMARY)
-    out = run(model, summarizer, counter_over_at(5))
+    out = run_compaction(run, model, summarizer, counter_over_at(5))
     assert len(summarizer.calls) == 2
     assert out["summary"] == SUMMARY and SUMMARY in model.prompts[5]
 
 
-def test_summarizer_failing_twice_drops_the_oldest_half(caplog: pytest.LogCaptureFixture) -> None:
+def test_summarizer_failing_twice_drops_the_oldest_half(
+    caplog: pytest.LogCaptureFixture, run: Runner
+) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(1, 8)], answer("done"))
     summarizer = fake_model(failing, failing)
 
@@ -113,7 +115,7 @@ def test_summarizer_failing_twice_drops_the_oldest_half(caplog: pytest.LogCaptur
         return 160_000 if "echo: 1" in text and "echo: 5" in text else 1_000
 
     with caplog.at_level(logging.WARNING):
-        out = run(model, summarizer, count)
+        out = run_compaction(run, model, summarizer, count)
     assert "no summary was made" in caplog.text
     assert out["status"] == "answered" and out["summary"] is None
     (record,) = out["compactions"]
@@ -123,11 +125,14 @@ def test_summarizer_failing_twice_drops_the_oldest_half(caplog: pytest.LogCaptur
     assert "echo: 2" not in turn_six and "echo: 3" in turn_six
 
 
-def test_a_fresh_window_still_over_the_threshold_is_context_exhausted() -> None:
+def test_a_fresh_window_still_over_the_threshold_is_context_exhausted(run: Runner) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(1, 8)], answer("done"))
     summarizer = fake_model(SUMMARY)
-    out = run(
-        model, summarizer, lambda messages: 190_000 if "echo: 5" in prompt_text(messages) else 1_000
+    out = run_compaction(
+        run,
+        model,
+        summarizer,
+        lambda messages: 190_000 if "echo: 5" in prompt_text(messages) else 1_000,
     )
     assert out["status"] == "context_exhausted"
     assert out["summary"] == SUMMARY and out["answer"] is None
@@ -135,17 +140,18 @@ def test_a_fresh_window_still_over_the_threshold_is_context_exhausted() -> None:
     assert out["compactions"][0]["tokens_after"] == 190_000
 
 
-def test_the_cap_of_60_turns_forces_a_last_answer() -> None:
+def test_the_cap_of_60_turns_forces_a_last_answer(run: Runner) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(60)], answer("forced"))
-    out = build_graph(
-        "compaction", model=model, tools=[ToolLog().echo()], context_window=10_000_000
-    ).invoke({"question": QUESTION})
+    out = run(
+        build_graph("compaction", model=model, tools=[ToolLog().echo()], context_window=10_000_000),
+        {"question": QUESTION},
+    )
     assert len(model.calls) == 61 and "You must answer now." in model.prompts[-1]
     assert (out["status"], out["answer"]) == ("turn_limit", "forced")
     assert out["summary"] is None and out["compactions"] == []
 
 
-def test_repeated_compactions_keep_the_latest_summary() -> None:
+def test_repeated_compactions_keep_the_latest_summary(run: Runner) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(1, 12)], answer("done"))
     summarizer = fake_model("first summary", "second summary")
 
@@ -157,14 +163,14 @@ def test_repeated_compactions_keep_the_latest_summary() -> None:
             return 160_000
         return 1_000
 
-    out = run(model, summarizer, count)
+    out = run_compaction(run, model, summarizer, count)
     assert [c["turn"] for c in out["compactions"]] == [4, 9]
     assert "first summary" in summarizer.prompts[1]  # the earlier summary is carried forward
     assert out["summary"] == "second summary"
     assert "second summary" in model.prompts[-1] and "first summary" not in model.prompts[-1]
 
 
-def test_the_default_counter_sees_the_exact_prompt_and_agrees_with_tiktoken() -> None:
+def test_the_default_counter_sees_the_exact_prompt_and_agrees_with_tiktoken(run: Runner) -> None:
     import tiktoken
 
     model = fake_model(action("echo", "1"), answer("done"))
@@ -175,7 +181,7 @@ def test_the_default_counter_sees_the_exact_prompt_and_agrees_with_tiktoken() ->
         seen.append(list(messages))
         return counter(messages)
 
-    run(model, model, spy)
+    run_compaction(run, model, model, spy)
     assert [prompt_text(m) for m in seen] == model.prompts
     encoding = tiktoken.get_encoding("cl100k_base")
     expected = 3 + sum(3 + len(encoding.encode(str(m.content))) for m in seen[-1])
@@ -212,9 +218,11 @@ def test_compaction_settings_are_rejected_by_other_variants() -> None:
         build_graph("transcript", model=fake_model(), tools=[], keep_turns=2)
 
 
-def test_a_window_of_only_kept_turns_over_the_threshold_is_context_exhausted() -> None:
+def test_a_window_of_only_kept_turns_over_the_threshold_is_context_exhausted(run: Runner) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(1, 8)], answer("done"))
     summarizer = fake_model(SUMMARY)
-    out = run(model, summarizer, lambda messages: 190_000 if len(messages) > 3 else 1_000)
+    out = run_compaction(
+        run, model, summarizer, lambda messages: 190_000 if len(messages) > 3 else 1_000
+    )
     assert out["status"] == "context_exhausted"
     assert summarizer.calls == [] and len(model.calls) == 2

@@ -1,25 +1,26 @@
-"""Each node and router alone, on hand-built states."""
+"""Each node body and decision alone, on hand-built states; the routers of the assembly."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.runtime import Runtime
 
-from reactgraph.nodes.control import (
-    parse_reply,
-    repeats,
-    route_after_parse_reply,
-    route_after_run_tool,
-    start_run,
-)
+from reactgraph.assembly import after, route_after_parse_reply, route_after_step, route_after_turn
+from reactgraph.nodes.control import parse_reply, repeats, start_run, turn_cap_reached
 from reactgraph.nodes.deps import make_deps
+from reactgraph.nodes.effects import adrive, drive
 from reactgraph.nodes.model import call_model
-from reactgraph.nodes.settings import DEFAULTS, RunContext, make_settings
 from reactgraph.nodes.state import ModelReply, State, Turn
 from reactgraph.nodes.tooling import run_tool, truncate
-from reactgraph.nodes.transcript import render_prompt
+from reactgraph.nodes.transcript import View, render_prompt
+from reactgraph.settings import check_all
+from reactgraph.variants import REGISTRY
 from tests.fakes import ToolLog, action, answer, fake_model
+
+SETTINGS = check_all("notes", REGISTRY["notes"].settings, {}, where="build")
 
 
 def reply(text: str) -> ModelReply:
@@ -30,6 +31,7 @@ def reply(text: str) -> ModelReply:
         completion_tokens=5,
         token_source="tiktoken",
         model_latency_s=0.01,
+        message_id=None,
     )
 
 
@@ -51,18 +53,29 @@ def turn(n: int, name: str = "echo", tool_input: str = "x") -> Turn:
     )
 
 
-def state(**fields: object) -> State:
-    base: dict[str, object] = {"question": "Q?", "settings": make_settings(), "turns": []}
+def state(**fields: Any) -> State:
+    base: dict[str, Any] = {"question": "Q?", "settings": dict(SETTINGS), "turns": []}
     return State(**{**base, **fields})  # type: ignore[typeddict-item]
+
+
+def parsed_action(name: str, tool_input: str) -> dict[str, Any]:
+    return {
+        "kind": "action",
+        "thought": "t",
+        "action": name,
+        "action_input": tool_input,
+        "answer": None,
+        "error": None,
+    }
 
 
 @pytest.fixture
 def deps():
-    return make_deps(fake_model(answer("ok")), [ToolLog().echo()], DEFAULTS)
+    return make_deps(fake_model(answer("ok")), [ToolLog().echo()], SETTINGS)
 
 
 def test_render_prompt_starts_with_the_filled_prompt_then_the_turns(deps) -> None:
-    messages = render_prompt(state(turns=[turn(1), turn(2)]), deps.tool_descriptions)
+    messages = render_prompt(state(turns=[turn(1), turn(2)]), View(), deps.tool_descriptions)
     assert isinstance(messages[0], HumanMessage)
     assert "echo[input]: echo the input" in messages[0].content
     assert messages[0].content.endswith("Question: Q?")
@@ -70,97 +83,101 @@ def test_render_prompt_starts_with_the_filled_prompt_then_the_turns(deps) -> Non
     assert messages[2].content == "Observation: obs 1"
 
 
-def test_render_prompt_windows_the_turns(deps) -> None:
-    settings = make_settings(window_turns=2)
-    view = render_prompt(
-        state(turns=[turn(i) for i in range(1, 6)], settings=settings), deps.tool_descriptions
+def test_render_prompt_windows_the_turns_only_when_the_view_says_so(deps) -> None:
+    turns = [turn(i) for i in range(1, 6)]
+    settings = {**SETTINGS, "window_turns": 2}
+    windowed = render_prompt(
+        state(turns=turns, settings=settings), View(window=True), deps.tool_descriptions
     )
-    text = "\n".join(str(m.content) for m in view)
+    text = "\n".join(str(m.content) for m in windowed)
     assert "obs 1" not in text and "obs 3" not in text and "obs 4" in text and "obs 5" in text
+    whole = render_prompt(state(turns=turns, settings=settings), View(), deps.tool_descriptions)
+    assert "obs 1" in "\n".join(str(m.content) for m in whole)
 
 
-def test_start_run_resolves_settings_and_resets(deps) -> None:
-    runtime = Runtime(context=RunContext(max_turns=4))
+def test_start_run_fixes_the_settings_and_resets(deps) -> None:
+    settings = {**SETTINGS, "max_turns": 4}
     update = start_run(
-        state(turns=[turn(1)], status="answered"),
+        state(turns=[turn(1)], status="answered", run=2),
         {"configurable": {"thread_id": "abc"}},
-        runtime,
-        deps=deps,
+        deps,
+        settings,
     )
     assert update["settings"]["max_turns"] == 4
-    assert update["thread_id"] == "abc"
+    assert update["thread_id"] == "abc" and update["run"] == 3
     assert update["status"] is None and update["turns"].value == []
-    assert len(start_run(state(), {}, None, deps=deps)["thread_id"]) == 32
+    assert len(start_run(state(), {}, deps, SETTINGS)["thread_id"]) == 32
 
 
-def test_start_run_rejects_a_bad_context(deps) -> None:
-    with pytest.raises(ValueError):
-        start_run(state(), {}, Runtime(context=RunContext(max_turns=-1)), deps=deps)
-    with pytest.raises(TypeError):
-        start_run(state(), {}, Runtime(context={"max_turns": 3}), deps=deps)
-
-
-def test_call_model_records_the_reply_and_tokens(deps) -> None:
-    update = call_model(state(), {}, deps=deps)
-    assert update["reply"]["text"] == answer("ok")
-    assert update["reply"]["prompt_tokens"] > 100
-    assert deps.model.stops == [["Observation:"]]
+def test_call_model_is_one_body_for_both_shells(deps) -> None:
+    sync = drive(call_model(state(), {}, deps))
+    model = fake_model(answer("ok"))
+    async_deps = make_deps(model, [ToolLog().echo()], SETTINGS)
+    asynchronous = asyncio.run(adrive(call_model(state(), {}, async_deps)))
+    for update in (sync, asynchronous):
+        assert update["reply"]["text"] == answer("ok")
+        assert update["reply"]["prompt_tokens"] > 100
+    assert deps.model.stops == [["Observation:"]] and model.stops == [["Observation:"]]
 
 
 def test_parse_reply_ends_on_an_answer(deps) -> None:
-    update = parse_reply(state(reply=reply(answer("42"))), deps=deps)
+    update = parse_reply(state(reply=reply(answer("42"))), {}, deps)
     assert update["status"] == "answered" and update["answer"] == "42"
     assert update["turns"][0]["kind"] == "answer"
 
 
 def test_parse_reply_detects_stuck(deps) -> None:
     previous = [turn(1, tool_input="same"), turn(2, tool_input="same")]
-    update = parse_reply(state(turns=previous, reply=reply(action("echo", "same"))), deps=deps)
+    update = parse_reply(state(turns=previous, reply=reply(action("echo", "same"))), {}, deps)
     assert update["status"] == "stuck"
-    update = parse_reply(state(turns=previous[:1], reply=reply(action("echo", "same"))), deps=deps)
+    update = parse_reply(state(turns=previous[:1], reply=reply(action("echo", "same"))), {}, deps)
     assert "status" not in update
 
 
-def test_repeats_counts_only_the_trailing_identical_actions() -> None:
+def test_two_empty_replies_in_a_row_are_stuck(deps) -> None:
+    empty = {**turn(1), "kind": "invalid", "text": "", "action": None, "action_input": None}
+    assert "status" not in parse_reply(state(reply=reply("")), {}, deps)
+    assert parse_reply(state(turns=[empty], reply=reply("")), {}, deps)["status"] == "stuck"
+
+
+def test_repeats_counts_only_the_trailing_identical_actions_up_to_the_limit() -> None:
     parsed = {"kind": "action", "action": "echo", "action_input": "a"}
     turns = [turn(1, tool_input="a"), turn(2, tool_input="b"), turn(3, tool_input="a")]
-    assert repeats(turns, parsed) == 2  # type: ignore[arg-type]
+    assert repeats(turns, parsed, 3) == 2  # type: ignore[arg-type]
+    same = [turn(i, tool_input="a") for i in range(1, 1000)]
+    assert repeats(same, parsed, 3) == 3  # type: ignore[arg-type]
 
 
 def test_run_tool_runs_the_action_and_records_the_turn(deps) -> None:
-    parsed = {
-        "kind": "action",
-        "thought": "t",
-        "action": "echo",
-        "action_input": "hi",
-        "answer": None,
-        "error": None,
-    }
-    update = run_tool(state(reply=reply("Action: echo[hi]"), parsed=parsed), {}, deps=deps)
-    (record,) = update["turns"]
+    body = run_tool(
+        state(reply=reply("Action: echo[hi]"), parsed=parsed_action("echo", "hi")), {}, deps
+    )
+    (record,) = drive(body)["turns"]
     assert record["observation"] == "echo: hi" and record["turn"] == 1
     assert record["tool_latency_s"] is not None
 
 
 def test_run_tool_turns_an_invalid_reply_into_its_correction(deps) -> None:
-    parsed = {
-        "kind": "invalid",
-        "thought": None,
-        "action": None,
-        "action_input": None,
-        "answer": None,
-        "error": "Unknown action 'x'.",
-    }
-    update = run_tool(state(reply=reply("Action: x[y]"), parsed=parsed), {}, deps=deps)
+    parsed = {**parsed_action("x", "y"), "kind": "invalid", "error": "Unknown action 'x'."}
+    update = drive(run_tool(state(reply=reply("Action: x[y]"), parsed=parsed), {}, deps))
     assert update["turns"][0]["observation"] == "Unknown action 'x'."
     assert update["turns"][0]["tool_latency_s"] is None
 
 
-def test_routers() -> None:
-    assert route_after_parse_reply(state(status="answered")) == "__end__"
-    assert route_after_parse_reply(state(status=None)) == "run_tool"
-    assert route_after_run_tool(state(turns=[turn(i) for i in range(9)])) == "call_model"
-    assert route_after_run_tool(state(turns=[turn(i) for i in range(10)])) == "force_answer"
+def test_routers_read_the_state_after_the_node() -> None:
+    actions = frozenset({"update_notes"})
+    assert route_after_parse_reply(state(status="answered"), actions) == "__end__"
+    parsed = parsed_action("echo", "x")
+    assert route_after_parse_reply(state(status=None, parsed=parsed), actions) == "run_tool"
+    notes = parsed_action("update_notes", "x")
+    assert route_after_parse_reply(state(parsed=notes), actions) == "update_notes"
+    nine = state(turns=[turn(i) for i in range(1, 10)], settings={**SETTINGS, "max_turns": 10})
+    assert route_after_turn(nine, "force_answer", "call_model") == "call_model"
+    ten = after(nine, {"turns": [turn(10)]})
+    assert turn_cap_reached(ten) and len(ten["turns"]) == 10 and ten["turns"][-1]["turn"] == 10
+    assert route_after_turn(ten, "stop_run", "compact_history") == "stop_run"
+    assert route_after_step(state(status="context_exhausted"), "call_model") == "__end__"
+    assert route_after_step(state(), "call_model") == "call_model"
 
 
 def test_truncate() -> None:

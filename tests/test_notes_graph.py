@@ -15,7 +15,7 @@ from langgraph.store.memory import InMemoryStore
 
 from reactgraph import build_graph
 from reactgraph.nodes.notes import FileNotes, StoreNotes, safe_name
-from tests.fakes import ToolLog, action, answer, fake_model
+from tests.fakes import Runner, ToolLog, action, answer, fake_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,11 +40,11 @@ def config(thread: str) -> dict:
     return {"configurable": {"thread_id": thread}}
 
 
-def test_seed_notes_stay_in_view_when_turn_one_drops_out(backend: dict) -> None:
+def test_seed_notes_stay_in_view_when_turn_one_drops_out(backend: dict, run: Runner) -> None:
     first = "Thought: plan the work first.\nAction: update_notes['[x] A [ ] B']"
     steps = [action("echo", str(i), thought=f"step {i}") for i in range(2, 10)]
     model = fake_model(first, *steps, answer("done"))
-    out = notes_graph(model, backend, window_turns=8).invoke({"question": "q"}, config("t1"))
+    out = run(notes_graph(model, backend, window_turns=8), {"question": "q"}, config("t1"))
     assert out["status"] == "answered" and out["answer"] == "done"
     assert out["notes"] == "[x] A [ ] B"
     turn_ten = model.prompts[9]
@@ -57,61 +57,61 @@ def test_seed_notes_stay_in_view_when_turn_one_drops_out(backend: dict) -> None:
     assert out["turns"][0]["observation"] == "notes saved"
 
 
-def test_update_notes_is_described_with_its_limit(backend: dict) -> None:
+def test_update_notes_is_described_with_its_limit(backend: dict, run: Runner) -> None:
     model = fake_model(answer("x"))
-    notes_graph(model, backend, max_notes_chars=123).invoke({"question": "q"}, config("t"))
+    run(notes_graph(model, backend, max_notes_chars=123), {"question": "q"}, config("t"))
     assert (
         "update_notes[input]:" in model.prompts[0] and "at most 123 characters" in model.prompts[0]
     )
     assert "Your notes" in model.prompts[0] and "(empty)" in model.prompts[0]
 
 
-def test_cap_stops_early_and_a_new_run_resumes_from_the_notes(backend: dict) -> None:
+def test_cap_stops_early_and_a_new_run_resumes_from_the_notes(backend: dict, run: Runner) -> None:
     replies = [
         "Action: update_notes[- [x] found A\n- [ ] find B]",
         action("echo", "1"),
         action("echo", "2"),
     ]
     model = fake_model(*replies)
-    out = notes_graph(model, backend, max_turns=3).invoke({"question": "q"}, config("t2"))
+    out = run(notes_graph(model, backend, max_turns=3), {"question": "q"}, config("t2"))
     assert out["status"] == "stopped_early"
     assert out["answer"] is None
     assert out["notes"] == "- [x] found A\n- [ ] find B"
     assert len(model.calls) == 3  # no forced call
     again = fake_model(answer("B"))
-    out = notes_graph(again, backend).invoke({"question": "q"}, config("t2"))
+    out = run(notes_graph(again, backend), {"question": "q"}, config("t2"))
     assert "- [x] found A" in again.prompts[0]
     assert "earlier run on this thread" in again.prompts[0]
     assert out["notes"] == "- [x] found A\n- [ ] find B"
     fresh = fake_model(answer("x"))
-    notes_graph(fresh, backend).invoke({"question": "q"}, config("other"))
+    run(notes_graph(fresh, backend), {"question": "q"}, config("other"))
     assert "earlier run" not in fresh.prompts[0]
 
 
-def test_oversize_update_is_rejected_and_the_old_notes_stay(backend: dict) -> None:
+def test_oversize_update_is_rejected_and_the_old_notes_stay(backend: dict, run: Runner) -> None:
     model = fake_model(
         "Action: update_notes[short]", f"Action: update_notes[{'y' * 50}]", answer("ok")
     )
-    out = notes_graph(model, backend, max_notes_chars=20).invoke({"question": "q"}, config("t3"))
+    out = run(notes_graph(model, backend, max_notes_chars=20), {"question": "q"}, config("t3"))
     observation = out["turns"][1]["observation"]
     assert "50 characters" in observation and "limit of 20" in observation
     assert out["notes"] == "short"
     assert backend["notes"].read("t3") == "short"
 
 
-def test_every_revision_is_kept_with_its_turn(backend: dict) -> None:
+def test_every_revision_is_kept_with_its_turn(backend: dict, run: Runner) -> None:
     model = fake_model(
         "Action: update_notes[one]", action("echo", "x"), "Action: update_notes[two]", answer("ok")
     )
-    notes_graph(model, backend).invoke({"question": "q"}, config("t4"))
+    run(notes_graph(model, backend), {"question": "q"}, config("t4"))
     history = backend["notes"].history("t4")
     assert [(h["turn"], h["text"]) for h in history] == [(0, ""), (1, "one"), (3, "two")]
     assert all(isinstance(h["time"], float) for h in history)
 
 
-def test_a_run_without_thread_id_gets_one(backend: dict) -> None:
-    out = notes_graph(fake_model("Action: update_notes[n]", answer("a")), backend).invoke(
-        {"question": "q"}
+def test_a_run_without_thread_id_gets_one(backend: dict, run: Runner) -> None:
+    out = run(
+        notes_graph(fake_model("Action: update_notes[n]", answer("a")), backend), {"question": "q"}
     )
     assert out["thread_id"] and backend["notes"].read(out["thread_id"]) == "n"
 
@@ -120,11 +120,13 @@ def test_a_run_without_thread_id_gets_one(backend: dict) -> None:
     "thread",
     ["../x", "../../etc/passwd", "a/b", "/abs", ".", "..", "a\tb", "C:\\x", "~root", "x" * 300],
 )
-def test_unsafe_thread_ids_stay_inside_notes_dir(tmp_path: Path, thread: str) -> None:
+def test_unsafe_thread_ids_stay_inside_notes_dir(tmp_path: Path, thread: str, run: Runner) -> None:
     folder = tmp_path / "notes"
     model = fake_model("Action: update_notes[secret]", answer("ok"))
-    build_graph("notes", model=model, tools=[], notes_dir=str(folder)).invoke(
-        {"question": "q"}, config(thread)
+    run(
+        build_graph("notes", model=model, tools=[], notes_dir=str(folder)),
+        {"question": "q"},
+        config(thread),
     )
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert written and all(p.parent == folder for p in written)
@@ -167,7 +169,9 @@ CRASHING_RUN = textwrap.dedent(
 )
 
 
-def test_sigkill_right_after_a_notes_update_leaves_notes_a_new_run_resumes(tmp_path: Path) -> None:
+def test_sigkill_right_after_a_notes_update_leaves_notes_a_new_run_resumes(
+    tmp_path: Path, run: Runner
+) -> None:
     folder = tmp_path / "notes"
     result = subprocess.run(
         [sys.executable, "-c", CRASHING_RUN, str(folder)],
@@ -181,20 +185,24 @@ def test_sigkill_right_after_a_notes_update_leaves_notes_a_new_run_resumes(tmp_p
     lines = (folder / "crash.history.jsonl").read_text().splitlines()
     assert json.loads(lines[-1])["text"] == "- [x] A\n- [ ] B"
     model = fake_model(answer("B done"))
-    out = build_graph("notes", model=model, tools=[], notes_dir=str(folder)).invoke(
-        {"question": "q"}, config("crash")
+    out = run(
+        build_graph("notes", model=model, tools=[], notes_dir=str(folder)),
+        {"question": "q"},
+        config("crash"),
     )
     assert "- [x] A\n- [ ] B" in model.prompts[0] and "earlier run" in model.prompts[0]
     assert out["status"] == "answered"
 
 
-def test_stuck_and_truncation_behave_as_in_the_transcript_variant(backend: dict) -> None:
+def test_stuck_and_truncation_behave_as_in_the_transcript_variant(
+    backend: dict, run: Runner
+) -> None:
     model = fake_model(*[action("echo", "same")] * 3)
-    out = notes_graph(model, backend).invoke({"question": "q"}, config("t5"))
+    out = run(notes_graph(model, backend), {"question": "q"}, config("t5"))
     assert out["status"] == "stuck"
     model = fake_model(action("echo", "z" * 500), answer("ok"))
-    out = notes_graph(model, backend, max_observation_chars=50).invoke(
-        {"question": "q"}, config("t6")
+    out = run(
+        notes_graph(model, backend, max_observation_chars=50), {"question": "q"}, config("t6")
     )
     assert "characters cut" in out["turns"][0]["observation"]
 
@@ -215,21 +223,26 @@ def test_notes_misuse_raises(tmp_path: Path) -> None:
         build_graph("notes", model=fake_model(), tools=[], store="sqlite.db")
 
 
-def test_saved_notes_are_not_repeated_in_the_window(backend: dict) -> None:
+def test_saved_notes_are_not_repeated_in_the_window(backend: dict, run: Runner) -> None:
     notes = "- [x] found that the tower opened in 1889 (search[Eiffel Tower])"
     model = fake_model(f"Thought: save.\nAction: update_notes[{notes}]", answer("ok"))
-    out = notes_graph(model, backend).invoke({"question": "q"}, config("t7"))
+    out = run(notes_graph(model, backend), {"question": "q"}, config("t7"))
     assert model.prompts[1].count(notes) == 1
     assert "Thought: save." in model.prompts[1]
     assert notes in out["turns"][0]["reply"]  # the record keeps the raw reply
 
 
-def test_a_runs_context_changes_the_notes_limit_and_its_description(backend: dict) -> None:
+def test_a_runs_context_changes_the_notes_limit_and_its_description(
+    backend: dict, run: Runner
+) -> None:
     from reactgraph import RunContext
 
     model = fake_model("Action: update_notes[" + "n" * 30 + "]", answer("ok"))
-    out = notes_graph(model, backend, max_notes_chars=100).invoke(
-        {"question": "q"}, config("t8"), context=RunContext(max_notes_chars=20)
+    out = run(
+        notes_graph(model, backend, max_notes_chars=100),
+        {"question": "q"},
+        config("t8"),
+        context=RunContext(max_notes_chars=20),
     )
     assert "at most 20 characters" in model.prompts[0]
     assert "limit of 20" in out["turns"][0]["observation"]

@@ -9,12 +9,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import RunContext, build_graph
 from reactgraph.tools import calculator, search_tools
-from tests.fakes import ToolLog, action, add, answer, big, explode, fake_model, sleepy
+from tests.fakes import Runner, ToolLog, action, add, answer, big, explode, fake_model, sleepy
 
 CONFIG = {"configurable": {"thread_id": "t1"}}
 
 
-def test_seed_eiffel_golden_gate_48() -> None:
+def test_seed_eiffel_golden_gate_48(run: Runner) -> None:
     log = ToolLog()
     search, _lookup = search_tools()
     model = fake_model(
@@ -24,7 +24,7 @@ def test_seed_eiffel_golden_gate_48() -> None:
         "Final Answer: 48",
     )
     graph = build_graph("transcript", model=model, tools=[log.wrap(search), log.wrap(calculator)])
-    out = graph.invoke({"question": "How many years apart?"}, CONFIG)
+    out = run(graph, {"question": "How many years apart?"}, CONFIG)
     assert len(model.calls) == 4
     assert log.calls == [
         ("search", "Eiffel Tower"),
@@ -38,10 +38,10 @@ def test_seed_eiffel_golden_gate_48() -> None:
     assert out["turns"][2]["observation"] == "48"
 
 
-def test_turn_records_have_every_field() -> None:
+def test_turn_records_have_every_field(run: Runner) -> None:
     log = ToolLog()
     model = fake_model(action("echo", "hi"), answer("done"))
-    out = build_graph("transcript", model=model, tools=[log.echo()]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[log.echo()]), {"question": "q"})
     first, last = out["turns"]
     assert first["turn"] == 1 and last["turn"] == 2
     assert first["reply"] == action("echo", "hi")
@@ -54,23 +54,23 @@ def test_turn_records_have_every_field() -> None:
     assert out["thread_id"]  # a fresh id when the caller gave none
 
 
-def test_every_call_gets_the_stop_sequence_and_the_reply_is_cut() -> None:
+def test_every_call_gets_the_stop_sequence_and_the_reply_is_cut(run: Runner) -> None:
     model = fake_model(
         "Action: echo[a]\nObservation: invented by the model\nFinal Answer: wrong",
         answer("right"),
     )
     log = ToolLog()
-    out = build_graph("transcript", model=model, tools=[log.echo()]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[log.echo()]), {"question": "q"})
     assert model.stops == [["Observation:"], ["Observation:"]]
     assert out["answer"] == "right"
     assert "invented" not in model.prompts[1]
     assert "Observation: echo: a" in model.prompts[1]
 
 
-def test_turn_cap_forces_a_last_answer() -> None:
+def test_turn_cap_forces_a_last_answer(run: Runner) -> None:
     model = fake_model(*[action("echo", str(i)) for i in range(10)], answer("forced"))
     log = ToolLog()
-    out = build_graph("transcript", model=model, tools=[log.echo()]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[log.echo()]), {"question": "q"})
     assert len(model.calls) == 11
     assert "You must answer now." in model.prompts[-1]
     assert "You must answer now." not in model.prompts[-2]
@@ -80,24 +80,24 @@ def test_turn_cap_forces_a_last_answer() -> None:
     assert out["turns"][-1]["kind"] == "forced" and out["turns"][-1]["turn"] == 11
 
 
-def test_turn_cap_prose_reply_is_the_answer_but_an_action_is_not() -> None:
+def test_turn_cap_prose_reply_is_the_answer_but_an_action_is_not(run: Runner) -> None:
     prose = fake_model(action("echo", "1"), "It is probably 48.")
     log = ToolLog()
-    out = build_graph("transcript", model=prose, tools=[log.echo()], max_turns=1).invoke(
-        {"question": "q"}
+    out = run(
+        build_graph("transcript", model=prose, tools=[log.echo()], max_turns=1), {"question": "q"}
     )
     assert (out["status"], out["answer"]) == ("turn_limit", "It is probably 48.")
     again = fake_model(action("echo", "1"), action("echo", "2"))
-    out = build_graph("transcript", model=again, tools=[log.echo()], max_turns=1).invoke(
-        {"question": "q"}
+    out = run(
+        build_graph("transcript", model=again, tools=[log.echo()], max_turns=1), {"question": "q"}
     )
     assert (out["status"], out["answer"]) == ("turn_limit", None)
 
 
-def test_same_action_three_times_is_stuck() -> None:
+def test_same_action_three_times_is_stuck(run: Runner) -> None:
     model = fake_model(*[action("echo", "same")] * 5)
     log = ToolLog()
-    out = build_graph("transcript", model=model, tools=[log.echo()]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[log.echo()]), {"question": "q"})
     assert out["status"] == "stuck"
     assert out["answer"] is None
     assert len(model.calls) == 3
@@ -105,16 +105,16 @@ def test_same_action_three_times_is_stuck() -> None:
     assert out["turns"][-1]["kind"] == "stuck"
 
 
-def test_repeats_broken_by_another_action_are_not_stuck() -> None:
+def test_repeats_broken_by_another_action_are_not_stuck(run: Runner) -> None:
     replies = [action("echo", "a"), action("echo", "a"), action("echo", "b"), action("echo", "a")]
     model = fake_model(*replies, answer("ok"))
-    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[ToolLog().echo()]), {"question": "q"})
     assert out["status"] == "answered"
 
 
-def test_unknown_tool_gets_a_corrective_observation() -> None:
+def test_unknown_tool_gets_a_corrective_observation(run: Runner) -> None:
     model = fake_model(action("wikipedia", "x"), answer("ok"))
-    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[ToolLog().echo()]), {"question": "q"})
     observation = out["turns"][0]["observation"]
     assert "Unknown action 'wikipedia'" in observation and "echo" in observation
     assert out["turns"][0]["kind"] == "invalid"
@@ -122,35 +122,36 @@ def test_unknown_tool_gets_a_corrective_observation() -> None:
     assert "Unknown action 'wikipedia'" in model.prompts[1]
 
 
-def test_unparseable_reply_gets_a_corrective_observation() -> None:
+def test_unparseable_reply_gets_a_corrective_observation(run: Runner) -> None:
     model = fake_model("I am thinking about it.", answer("ok"))
-    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[ToolLog().echo()]), {"question": "q"})
     assert "Invalid format" in out["turns"][0]["observation"]
     assert "Valid actions: echo" in out["turns"][0]["observation"]
     assert out["status"] == "answered"
 
 
-def test_tool_exception_becomes_the_observation() -> None:
+def test_tool_exception_becomes_the_observation(run: Runner) -> None:
     model = fake_model(action("explode", "x"), answer("ok"))
-    out = build_graph("transcript", model=model, tools=[explode]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[explode]), {"question": "q"})
     assert out["turns"][0]["observation"] == "Error: explode failed: boom on x"
     assert out["status"] == "answered"
 
 
-def test_tool_timeout_becomes_the_observation_and_the_run_goes_on() -> None:
+def test_tool_timeout_becomes_the_observation_and_the_run_goes_on(run: Runner) -> None:
     model = fake_model(action("sleepy", "x"), answer("ok"))
     graph = build_graph("transcript", model=model, tools=[sleepy], tool_timeout=0.2)
     started = time.perf_counter()
-    out = graph.invoke({"question": "q"})
+    out = run(graph, {"question": "q"})
     assert time.perf_counter() - started < 10  # far below the tool's 30 s sleep
     assert "timed out after 0.2 s" in out["turns"][0]["observation"]
     assert out["status"] == "answered"
 
 
-def test_long_observations_are_truncated_with_a_marker() -> None:
+def test_long_observations_are_truncated_with_a_marker(run: Runner) -> None:
     model = fake_model(action("big", "x"), answer("ok"))
-    out = build_graph("transcript", model=model, tools=[big], max_observation_chars=100).invoke(
-        {"question": "q"}
+    out = run(
+        build_graph("transcript", model=model, tools=[big], max_observation_chars=100),
+        {"question": "q"},
     )
     observation = out["turns"][0]["observation"]
     assert observation.startswith("x" * 100)
@@ -158,36 +159,36 @@ def test_long_observations_are_truncated_with_a_marker() -> None:
     assert "4900 of 5000 characters cut" in observation
 
 
-def test_multi_argument_tool_takes_a_json_object() -> None:
+def test_multi_argument_tool_takes_a_json_object(run: Runner) -> None:
     model = fake_model('Action: add[{"a": 2, "b": 3}]', "Action: add[2, 3]", answer("5"))
-    out = build_graph("transcript", model=model, tools=[add]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[add]), {"question": "q"})
     assert out["turns"][0]["observation"] == "5"
     assert '{"a": integer, "b": integer}' in out["turns"][1]["observation"]
 
 
-def test_usage_metadata_is_preferred_to_counting() -> None:
+def test_usage_metadata_is_preferred_to_counting(run: Runner) -> None:
     model = fake_model(answer("ok"), report_usage=True)
-    out = build_graph("transcript", model=model, tools=[ToolLog().echo()]).invoke({"question": "q"})
+    out = run(build_graph("transcript", model=model, tools=[ToolLog().echo()]), {"question": "q"})
     assert out["turns"][0]["token_source"] == "usage"
 
 
-def test_a_new_question_on_a_finished_thread_starts_a_fresh_run() -> None:
+def test_a_new_question_on_a_finished_thread_starts_a_fresh_run(run: Runner) -> None:
     model = fake_model(action("echo", "1"), answer("first"), answer("second"))
     graph = build_graph(
         "transcript", model=model, tools=[ToolLog().echo()], checkpointer=InMemorySaver()
     )
-    graph.invoke({"question": "one"}, CONFIG)
-    out = graph.invoke({"question": "two"}, CONFIG)
+    run(graph, {"question": "one"}, CONFIG)
+    out = run(graph, {"question": "two"}, CONFIG)
     assert out["answer"] == "second"
     assert [t["turn"] for t in out["turns"]] == [1]
     assert "one" not in model.prompts[-1].split("Question:")[-1]
     assert out["thread_id"] == "t1"
 
 
-def test_run_context_overrides_the_built_settings() -> None:
+def test_run_context_overrides_the_built_settings(run: Runner) -> None:
     model = fake_model(action("echo", "1"), answer("forced"))
     graph = build_graph("transcript", model=model, tools=[ToolLog().echo()])
-    out = graph.invoke({"question": "q"}, context=RunContext(max_turns=1))
+    out = run(graph, {"question": "q"}, context=RunContext(max_turns=1))
     assert out["status"] == "turn_limit"
     assert out["settings"]["max_turns"] == 1
 
@@ -210,12 +211,12 @@ def test_misuse_raises(kwargs: dict, error: type[Exception]) -> None:
         build_graph("transcript", **arguments)
 
 
-def test_unknown_variant_and_empty_question() -> None:
+def test_unknown_variant_and_empty_question(run: Runner) -> None:
     with pytest.raises(ValueError, match="unknown variant"):
         build_graph("nope", model=fake_model(), tools=[])
     graph = build_graph("transcript", model=fake_model(), tools=[])
     with pytest.raises(ValueError, match="question"):
-        graph.invoke({"question": "  "})
+        run(graph, {"question": "  "})
 
 
 def test_a_hung_tool_does_not_keep_the_process_alive() -> None:
