@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from langchain_openai import ChatOpenAI
 
+from reactgraph.transport import LoopLocalClient, Transport, default_transport
+
 DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_CONCURRENCY = 100
 
 
 def chat_model(
@@ -14,19 +17,30 @@ def chat_model(
     api_key: str | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     temperature: float | None = None,
+    transport: Transport | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> ChatOpenAI:
     """A ``ChatOpenAI`` set up for the ReAct loop.
 
-    It always has a request timeout (ChatOpenAI has none by default), leaves retries to the
-    graph (which honours Retry-After for any provider, so they are not doubled), and asks for
-    usage when streaming, so token counts come from the provider.
+    - ``timeout`` bounds each whole call (the graph enforces it as a deadline; the client alone
+      would apply it per read, so a server trickling tokens could hold a call forever).
+    - Retries are left to the graph, which honours Retry-After for any provider, so they are
+      not doubled; usage is asked for when streaming, so token counts come from the provider.
+    - Async calls go through ``transport``: "aiohttp" (the default when installed: less client
+      CPU per request) or "httpx", with one connection pool per event loop holding up to
+      ``concurrency`` connections, so the model works from any number of ``asyncio.run`` calls.
     """
     if not model:
         raise ValueError("a model name is needed, e.g. gpt-4o-mini")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+    if transport not in (None, "aiohttp", "httpx"):
+        raise ValueError(f"transport must be 'aiohttp' or 'httpx', got {transport!r}")
     # Local servers (vLLM, Ollama, llama.cpp, LM Studio) ignore the key but the client wants one.
     key = api_key or ("not-needed" if base_url else None)
+    client = LoopLocalClient(transport or default_transport(), concurrency, timeout=timeout)
     return ChatOpenAI(
         model=model,
         base_url=base_url,
@@ -35,4 +49,5 @@ def chat_model(
         max_retries=0,
         stream_usage=True,
         temperature=temperature,
+        http_async_client=client,
     )

@@ -3,6 +3,7 @@ variant's view and extra actions, and the settings the graph was built with."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,28 @@ def describe_tools(tools: Sequence[BaseTool], extra: Sequence[tuple[str, str]] =
     pairs = [(tool.name, " ".join(tool.description.split())) for tool in tools]
     pairs.extend(extra)
     return "\n".join(prompts.TOOL_LINE.format(name=n, description=d) for n, d in pairs)
+
+
+def contained(tool: BaseTool) -> BaseTool:
+    """The tool, with its coroutine (if it has one) raising SystemExit or KeyboardInterrupt as
+    a plain error. LangChain runs a tool's coroutine in a task of its own, and asyncio re-raises
+    those two out of the event loop, which would end the caller's whole process."""
+    coroutine = getattr(tool, "coroutine", None)
+    if coroutine is None:
+        return tool
+
+    @functools.wraps(coroutine)  # keeps the signature LangChain inspects for `config`
+    async def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await coroutine(*args, **kwargs)
+        except (SystemExit, KeyboardInterrupt) as error:
+            raise ToolExit(str(error) or type(error).__name__) from None
+
+    return tool.model_copy(update={"coroutine": guarded})
+
+
+class ToolExit(RuntimeError):
+    """A tool tried to end the process; the model reads it as the tool failing."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +142,7 @@ def make_deps(
             raise TypeError(f"every tool must be a langchain-core BaseTool, got {tool!r}")
         if tool.name in by_name or tool.name.lower() in reserved:
             raise ValueError(f"two actions are named {tool.name!r}")
-        by_name[tool.name] = tool
+        by_name[tool.name] = contained(tool)
     if getattr(model, "request_timeout", 0) is None:
         # ChatOpenAI waits forever by default; a hung provider would hang the run.
         logger.warning(

@@ -92,7 +92,7 @@ def retry_after(error: BaseException) -> float | None:
 def is_transient(error: BaseException) -> bool:
     """429, 408/409, 5xx, timeouts and dropped connections: worth another try."""
     status = _status(error)
-    if status is not None:
+    if status is not None and status >= 400:  # a 200 whose body could not be read falls through
         return status in (408, 409, 429) or status >= 500
     if isinstance(error, TimeoutError | ConnectionError):
         return True

@@ -103,20 +103,6 @@ def has_async_body(tool: BaseTool) -> bool:
     return type(tool)._arun is not BaseTool._arun
 
 
-async def _guarded(tool: BaseTool, arguments: Any, config: RunnableConfig) -> Any:
-    """The tool's coroutine with SystemExit and KeyboardInterrupt caught: asyncio would re-raise
-    them out of the event loop, ending the whole process, not just the call."""
-    try:
-        return await tool.ainvoke(arguments, config)
-    except (SystemExit, KeyboardInterrupt) as error:
-        return _Raised(error)
-
-
-@dataclass(frozen=True)
-class _Raised:
-    error: BaseException
-
-
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call within ``timeout`` seconds; its result or its error as a string."""
@@ -138,10 +124,9 @@ class ToolCall:
 
     def _result(self, future: Any) -> str:
         error = future.exception()
-        value = future.result() if error is None else None
-        if isinstance(value, _Raised):
-            error = value.error
-        return self._failure(error) if error is not None else as_text(value) or "(no output)"
+        if error is not None:
+            return self._failure(error)
+        return as_text(future.result()) or "(no output)"
 
     def run(self) -> str:
         key = f"tool {self.tool.name}"
@@ -150,7 +135,7 @@ class ToolCall:
                 call = lambda: self.tool.invoke(self.arguments, self.config)  # noqa: E731
                 future = workers.in_thread(call, self.timeout, key)
             else:
-                coroutine = _guarded(self.tool, self.arguments, self.config)
+                coroutine = self.tool.ainvoke(self.arguments, self.config)
                 future = workers.on_loop(coroutine, self.timeout, key)
         except workers.TimedOut:
             return self._failure(None)
@@ -165,7 +150,7 @@ class ToolCall:
         except workers.Unavailable as error:
             return self._failure(error)
         if has_async_body(self.tool):
-            task: Any = asyncio.ensure_future(_guarded(self.tool, self.arguments, self.config))
+            task: Any = asyncio.ensure_future(self.tool.ainvoke(self.arguments, self.config))
             running: Any = task
         else:
             # Sync tools run on the worker threads, never on the loop or its default executor.

@@ -81,9 +81,17 @@ class _LoopThread:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
                 threading.Thread(
-                    target=self._loop.run_forever, name="reactgraph-async-tools", daemon=True
+                    target=self._serve, args=(self._loop,), name="reactgraph-async", daemon=True
                 ).start()
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    @staticmethod
+    def _serve(loop: asyncio.AbstractEventLoop) -> None:
+        while True:
+            try:
+                loop.run_forever()
+            except BaseException as error:  # SystemExit from a tool stops the loop: go on
+                logger.warning("a tool raised %r on the background loop; it goes on", error)
 
 
 THREADS = _DaemonThreads()

@@ -157,12 +157,30 @@ class Hang:
     reply: str = "Final Answer: too late"
 
 
+@dataclass
+class Trickle:
+    """A 200 answer whose body arrives a few bytes every ``interval`` seconds: each read is
+    quick, so only a deadline on the whole call can stop it."""
+
+    interval: float
+    reply: str = "Final Answer: trickled"
+
+
+@dataclass
+class Raw:
+    """A literal response body (malformed JSON, no choices, content null) with a status."""
+
+    body: str
+    status: int = 200
+
+
 class _Server(ThreadingHTTPServer):
     request_queue_size = 512  # a burst of 100 clients must not be refused
     daemon_threads = True
 
 
-ServerReply = str | Fault | Hang | Callable[[dict[str, Any]], "str | Fault | Hang"]
+Answer = str | Fault | Hang | Trickle | Raw
+ServerReply = Answer | Callable[[dict[str, Any]], Answer]
 
 
 class FakeOpenAIServer:
@@ -205,7 +223,7 @@ class FakeOpenAIServer:
         self._http.shutdown()
         self._http.server_close()
 
-    def _next(self, body: dict[str, Any]) -> str | Fault | Hang:
+    def _next(self, body: dict[str, Any]) -> Answer:
         with self._lock:
             reply = self.script.popleft() if self.script else self.responder
         if reply is None:
@@ -220,7 +238,7 @@ class FakeOpenAIServer:
         try:
             time.sleep(self.latency_s)
             if self.reject_stop and "stop" in body:
-                reply: str | Fault | Hang = Fault(
+                reply: Answer = Fault(
                     400, "Unsupported parameter: 'stop' is not supported with this model."
                 )
             else:
@@ -228,7 +246,16 @@ class FakeOpenAIServer:
             if isinstance(reply, Hang):
                 time.sleep(reply.seconds)
                 reply = reply.reply
-            if isinstance(reply, Fault):
+            if isinstance(reply, Trickle):
+                self._trickle(handler, body, reply)
+            elif isinstance(reply, Raw):
+                data = reply.body.encode()
+                handler.send_response(reply.status)
+                handler.send_header("Content-Type", "application/json")
+                handler.send_header("Content-Length", str(len(data)))
+                handler.end_headers()
+                handler.wfile.write(data)
+            elif isinstance(reply, Fault):
                 self._send(
                     handler,
                     reply.status,
@@ -285,6 +312,31 @@ class FakeOpenAIServer:
         handler.wfile.write(b"data: [DONE]\n\n")
         handler.wfile.flush()
         handler.close_connection = True
+
+    def _trickle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], t: Trickle) -> None:
+        data = json.dumps(
+            {
+                "id": "chatcmpl-trickle",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": t.reply},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        ).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        for start in range(0, len(data), 8):
+            handler.wfile.write(data[start : start + 8])
+            handler.wfile.flush()
+            time.sleep(t.interval)
 
     @staticmethod
     def _send(

@@ -1,0 +1,81 @@
+"""The async HTTP client behind ``chat_model``: one connection pool per event loop, over the
+OpenAI SDK's aiohttp transport when it is installed (``pip install 'reactgraph[aiohttp]'``), else
+over httpx with connection limits sized to the expected concurrency.
+
+A connection pool belongs to the event loop that opened it. langchain-openai shares one default
+client among every ChatOpenAI with the same URL and timeout, so a second ``asyncio.run`` in the
+same process fails with "Event loop is closed". Keeping a pool per loop makes a model usable from
+any number of loops, one after another or at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+import weakref
+from typing import Any, Literal
+
+import openai
+
+Transport = Literal["aiohttp", "httpx"]
+
+
+def aiohttp_available() -> bool:
+    """Whether the SDK's aiohttp transport can be used."""
+    return importlib.util.find_spec("aiohttp") is not None
+
+
+def default_transport() -> Transport:
+    """aiohttp when installed (less client CPU per request), else httpx."""
+    return "aiohttp" if aiohttp_available() else "httpx"
+
+
+def connection_limits(concurrency: int) -> Any:
+    """The SDK's ``Limits`` for ``concurrency`` requests at once, keeping them all alive."""
+    limits_type = type(openai.DEFAULT_CONNECTION_LIMITS)
+    size = max(concurrency, 1)
+    return limits_type(max_connections=size, max_keepalive_connections=size)
+
+
+class LoopLocalClient(openai.DefaultAsyncHttpxClient):
+    """An async client for the OpenAI SDK that sends each request through a pool of the
+    running event loop's own, made on first use in that loop."""
+
+    def __init__(self, transport: Transport, concurrency: int, **kwargs: Any) -> None:
+        if transport == "aiohttp" and not aiohttp_available():
+            raise ValueError("the aiohttp transport needs: pip install 'reactgraph[aiohttp]'")
+        super().__init__(**kwargs)
+        self.transport_name = transport
+        self._limits = connection_limits(concurrency)
+        self._options = kwargs
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+
+    def _pool(self) -> Any:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            pool = self._pools.get(loop)
+            if pool is None:
+                kind = (
+                    openai.DefaultAioHttpClient
+                    if self.transport_name == "aiohttp"
+                    else openai.DefaultAsyncHttpxClient
+                )
+                pool = kind(limits=self._limits, **self._options)
+                self._pools[loop] = pool
+            return pool
+
+    async def send(self, request: Any, **kwargs: Any) -> Any:
+        return await self._pool().send(request, **kwargs)
+
+    async def aclose(self) -> None:
+        """Close the running loop's pool (call it before that loop ends to release it early)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            pool = self._pools.pop(loop, None)
+        if pool is not None:
+            await pool.aclose()
+        await super().aclose()
