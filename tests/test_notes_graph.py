@@ -137,6 +137,46 @@ def test_unsafe_thread_ids_stay_inside_notes_dir(tmp_path: Path, thread: str, ru
 def test_distinct_ids_never_share_a_file() -> None:
     assert safe_name("a/b") != safe_name("a_b")
     assert safe_name("plain-id_1.x") == "plain-id_1.x"
+    # A crafted id equal to another id's file name gets a name of its own.
+    assert safe_name(safe_name("team/alpha")) != safe_name("team/alpha")
+    # Ids that differ only in case never share a file, even on a case-insensitive disk.
+    assert safe_name("Alpha").lower() != safe_name("alpha").lower()
+
+
+def test_a_crafted_thread_id_cannot_read_another_threads_notes(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    writer = fake_model("Action: update_notes[the secret plan]", answer("ok"))
+    build_graph("notes", model=writer, tools=[], notes_dir=str(folder)).invoke(
+        {"question": "q"}, config("team/alpha")
+    )
+    crafted = safe_name("team/alpha")
+    reader = fake_model(answer("ok"))
+    build_graph("notes", model=reader, tools=[], notes_dir=str(folder)).invoke(
+        {"question": "q"}, config(crafted)
+    )
+    assert "the secret plan" not in reader.prompts[0]
+    assert FileNotes(folder).read(crafted) == ""
+
+
+def test_a_torn_history_line_is_skipped_and_never_spoils_the_next(tmp_path: Path) -> None:
+    notes = FileNotes(tmp_path)
+    notes.write("t", "one", 1)
+    history = tmp_path / "t.history.jsonl"
+    with history.open("ab") as torn:  # what a kill in the middle of an append leaves
+        torn.write(b'{"turn": 2, "time": 1.0, "text": "half a revis')
+    notes.write("t", "three", 3)
+    assert [(h["turn"], h["text"]) for h in notes.history("t")] == [(1, "one"), (3, "three")]
+
+
+def test_temporary_files_of_killed_writes_are_swept(tmp_path: Path) -> None:
+    notes = FileNotes(tmp_path)
+    stale = tmp_path / ".t.abc123.tmp"
+    stale.write_text("left by a killed write")
+    os.utime(stale, (0, 0))
+    fresh = tmp_path / ".t.def456.tmp"
+    fresh.write_text("a write in progress elsewhere")
+    notes.write("t", "new", 1)
+    assert not stale.exists() and fresh.exists()
 
 
 def test_notes_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN = textwrap.dedent(
     """
     import json, os, re, signal, sys
+    from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import tool
     from reactgraph import build_graph
     from reactgraph.persistence import open_db
@@ -48,11 +49,14 @@ RUN = textwrap.dedent(
             os.kill(os.getpid(), signal.SIGKILL)
 
     @tool
-    def echo(text: str) -> str:
+    def echo(text: str, config: RunnableConfig) -> str:
         \"\"\"Echoes its input.\"\"\"
-        log("tools.log", f"start {text}")
+        key = config["configurable"]["idempotency_key"]
+        log("tools.log", f"start {text} {key}")
         kill_once("tool")
-        log("tools.log", f"done {text}")
+        log("tools.log", f"done {text} {key}")
+        if text == "2":
+            kill_once("after_tool")
         return f"echo {text}"
 
     variant = {"notes": "notes", "compaction": "compaction"}.get(point, "transcript")
@@ -125,6 +129,16 @@ def completed_tool_calls(work: Path) -> list[str]:
     return [
         line for line in (work / "tools.log").read_text().splitlines() if line.startswith("done")
     ]
+
+
+def test_a_tool_call_cut_off_by_a_kill_runs_again_with_the_same_idempotency_key(
+    tmp_path: Path,
+) -> None:
+    out = kill_and_resume(str(tmp_path / "runs.sqlite"), "t", "after_tool", tmp_path)
+    assert out["answer"] == "done after 4"
+    done = [line.split() for line in (tmp_path / "tools.log").read_text().splitlines()]
+    again = [key for kind, text, key in done if kind == "done" and text == "2"]
+    assert again == ["t/1/3", "t/1/3"]  # at least once, and recognisably the same call
 
 
 @pytest.mark.parametrize("point", ["tool", "model", "notes", "compaction"])
