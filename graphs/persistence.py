@@ -15,6 +15,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
+# The thread lock's old home: these names stay importable from here.
+from reactgraph.locking import ThreadBusy as ThreadBusy
+from reactgraph.locking import is_postgres
+from reactgraph.locking import thread_lock as thread_lock
+
 # The durability that makes a run resumable after SIGKILL at any point: each step's checkpoint
 # is written before the next step starts ("async" can lose the last steps).
 DURABILITY = "sync"
@@ -25,15 +30,6 @@ ThreadStatus = Literal["unknown", "interrupted", "finished"]
 
 class DatabaseError(RuntimeError):
     """The database cannot be opened or read; the message says which and why."""
-
-
-class ThreadBusy(RuntimeError):
-    """Another process is running this thread."""
-
-
-def is_postgres(db: str) -> bool:
-    """Whether ``db`` names a PostgreSQL database rather than a SQLite file."""
-    return db.startswith(("postgresql://", "postgres://"))
 
 
 def _sqlite(path: str, autocommit: bool = False) -> sqlite3.Connection:
@@ -161,41 +157,6 @@ def new_record(
 ) -> RunRecord:
     """A record for a run starting now."""
     return RunRecord(thread_id, question, variant, model, base_url, corpus, settings, time.time())
-
-
-@contextlib.contextmanager
-def thread_lock(db: str, thread_id: str) -> Iterator[None]:
-    """Hold the thread for one process, so two workers never run the same thread at once.
-
-    PostgreSQL: a session advisory lock on the thread id (any number of machines). SQLite: an
-    exclusive ``flock`` on ``<db>.locks/<thread>.lock`` (processes on one machine). Raises
-    ``ThreadBusy`` when another process holds it; the lock dies with its holder.
-    """
-    if is_postgres(db):
-        import psycopg
-
-        with psycopg.connect(db, autocommit=True) as connection:
-            key = connection.execute("SELECT hashtextextended(%s, 0)", (thread_id,)).fetchone()
-            got = connection.execute("SELECT pg_try_advisory_lock(%s)", key).fetchone()
-            if not got or not got[0]:
-                raise ThreadBusy(f"thread {thread_id} is running in another process")
-            try:
-                yield
-            finally:
-                connection.execute("SELECT pg_advisory_unlock(%s)", key)
-        return
-    import fcntl
-
-    from reactgraph.nodes.notes import safe_name
-
-    folder = Path(f"{db}.locks")
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{safe_name(thread_id)}.lock", "w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ThreadBusy(f"thread {thread_id} is running in another process") from None
-        yield
 
 
 def thread_status(graph: CompiledStateGraph, thread_id: str) -> ThreadStatus:
