@@ -33,6 +33,8 @@ from langchain_mcp_adapters.tools import load_mcp_tools as adapters_load_tools
 from mcp.shared.exceptions import McpError
 
 from reactgraph.tools.mcp import (
+    MCPConnectionError,
+    MCPSessions,
     MCPTool,
     aload_mcp_tools,
     load_mcp_tools,
@@ -102,6 +104,7 @@ class HttpServer:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> HttpServer:
+        self.stop()  # and reap the one before, if it died
         self.process = subprocess.Popen(
             [sys.executable, str(SERVER), "http", "--port", str(self.port)],
             stdout=subprocess.DEVNULL,
@@ -258,7 +261,7 @@ def test_adapters_stdio_call_starts_a_new_server_each_time(raw_stdio: dict[str, 
     assert first != second
 
 
-def test_adapters_persistent_session_keeps_one_server(tmp_path: Path) -> None:
+def test_adapters_persistent_session_keeps_one_server() -> None:
     client = MultiServerMCPClient({"test": stdio()})  # type: ignore[dict-item]
 
     async def main() -> list[str]:
@@ -597,7 +600,9 @@ def test_the_mcp_servers_wrapper_defaults_the_transport() -> None:
             "off": {"command": "x", "disabled": True},
         }
     }
-    assert normalize_servers(wrapped) == {
+    checked = normalize_servers(wrapped)
+    assert checked["web"].pop("httpx_client_factory") is not None
+    assert checked == {
         "local": {"transport": "stdio", "command": "python", "env": {"X": "1"}, "args": []},
         "web": {"transport": "streamable_http", "url": "http://127.0.0.1:1/mcp"},
     }
@@ -727,3 +732,109 @@ def test_render_content() -> None:
         {"type": "text", "text": "two"},
     ]
     assert render_content(blocks) == "one\n[image: image/png]\n[file: file:///tmp/x.pdf]\ntwo"
+
+
+# ---------------------------------------------------------------------------------------------
+# Kept sessions
+
+
+def mcp_threads() -> list[str]:
+    return [thread.name for thread in threading.enumerate() if thread.name == "mcp"]
+
+
+@needs_proc
+def test_kept_sessions_share_one_server_each_and_run_anywhere(http_server: HttpServer) -> None:
+    tag = uuid.uuid4().hex
+    with MCPSessions({"local": stdio(tag), "web": http_server.connection()}, prefix=True) as loaded:
+        tools = {tool.name: tool for tool in loaded}
+        assert set(tools) == {f"{server}_{name}" for server in ("local", "web") for name in NAMES}
+        assert tools["local_add"].args_schema == ADD_SCHEMA
+        pid = tools["local_pid"].invoke("")
+        assert tools["local_pid"].invoke("") == pid  # the same server process
+        assert processes(tag) == [int(pid)]
+        assert tools["local_shout"].invoke("hi") == "HI"
+        assert tools["web_add"].invoke('{"a": 2, "b": 3}') == "5"
+
+        async def main() -> list[Any]:
+            return [
+                await tools["local_add"].ainvoke({"a": 1, "b": 2}),
+                await tools["web_pid"].ainvoke({}),
+                tools["local_pid"].invoke({}),  # a sync call with this loop running
+            ]
+
+        assert asyncio.run(main())[::2] == ["3", pid]
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            answers = pool.map(lambda n: tools["local_add"].invoke({"a": n, "b": 1}), range(4))
+            assert list(answers) == ["1", "2", "3", "4"]
+        message = tools["web_fail"].invoke(
+            {"name": "web_fail", "args": {"message": "x"}, "id": "c", "type": "tool_call"}
+        )
+        assert (message.status, message.content) == ("error", "Error executing tool fail: x")
+        started = time.perf_counter()
+        for _ in range(5):
+            tools["local_add"].invoke({"a": 1, "b": 1})
+        assert (time.perf_counter() - started) / 5 < 1.0  # a new stdio server takes seconds
+    assert wait_gone(tag) == []
+    assert mcp_threads() == []
+    with pytest.raises(MCPConnectionError, match="its sessions are closed"):
+        tools["web_add"].invoke({"a": 1, "b": 1})
+
+
+@needs_proc
+def test_a_kept_session_survives_timeouts_and_reopens_after_its_server_dies() -> None:
+    tag = uuid.uuid4().hex
+    with MCPSessions({"local": stdio(tag)}, call_timeout=1) as loaded:
+        tools = {tool.name: tool for tool in loaded}
+        pid = tools["pid"].invoke("")
+        with pytest.raises(TimeoutError, match=r"^MCP tool 'slow' \(server 'local'\) gave no"):
+            tools["slow"].invoke("30")
+        with pytest.raises(TimeoutError):
+            asyncio.run(asyncio.wait_for(tools["slow"].ainvoke("30"), 0.5))
+        assert tools["pid"].invoke("") == pid  # the stdio session outlived both
+        with pytest.raises(MCPConnectionError, match="the server closed the connection"):
+            tools["die"].invoke("")
+        assert wait_gone(tag) == []
+        # The session opens again on a new server, within `timeout` (a new server takes longer
+        # than this call_timeout: the first calls may time out while it starts).
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                again = tools["pid"].invoke("")
+                break
+            except TimeoutError:
+                assert time.monotonic() < deadline
+        assert again != pid
+        assert processes(tag) == [int(again)]
+    assert wait_gone(tag) == []
+
+
+def test_a_kept_http_session_notices_its_server_is_gone(own_http_server: HttpServer) -> None:
+    """Over HTTP a call cut off by the server's death never ends by itself: after the
+    timeout the session is opened afresh, so the next call says the server is gone."""
+    with MCPSessions({"web": own_http_server.connection()}, call_timeout=2) as loaded:
+        tools = {tool.name: tool for tool in loaded}
+        with pytest.raises(TimeoutError):
+            tools["die"].invoke({})
+        started = time.perf_counter()
+        with pytest.raises(
+            MCPConnectionError,
+            match=r"^MCP server 'web' \(http://127\.0\.0\.1:\d+/mcp\): cannot connect: All",
+        ):
+            tools["add"].invoke({"a": 1, "b": 1})
+        assert time.perf_counter() - started < 2
+        own_http_server.start()
+        assert tools["add"].invoke({"a": 1, "b": 1}) == "2"
+    assert mcp_threads() == []
+
+
+@needs_proc
+def test_kept_sessions_fail_to_open_as_one_line_value_errors(http_server: HttpServer) -> None:
+    tag = uuid.uuid4().hex
+    servers = {"web": http_server.connection(), "mute": stdio(tag, mode="mute")}
+    with pytest.raises(ValueError, match=r"^MCP server 'mute' \(.+\): no answer to the handshake"):
+        MCPSessions(servers, timeout=1)
+    assert wait_gone(tag) == []
+    assert mcp_threads() == []
+    with pytest.raises(ValueError, match=r"^MCP tool name '\w+' is offered by both server"):
+        MCPSessions({"one": http_server.connection(), "two": http_server.connection()})
+    assert mcp_threads() == []

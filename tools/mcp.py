@@ -7,19 +7,27 @@ the adapters' own connection config (server name -> ``{"transport": "stdio", "co
 ``{"mcpServers": {...}}`` file that Claude Desktop, Cursor and VS Code use, or the path of a
 JSON file holding either.
 
-Each tool opens a fresh session for each call (the adapters' way: a stdio server is started
-for the call and stopped after it), so a tool belongs to no event loop and survives a server
-that restarts. On top of the adapters' tool, each one here:
+Those tools open a fresh session for each call (the adapters' way: a stdio server is started
+for the call and stopped after it; seconds a call for a Python server), so a tool belongs to
+no event loop and survives a server that restarts. ``MCPSessions(servers)`` gives the same
+tools over one kept session per server instead (milliseconds a call; the server keeps its
+state), reopened at the next call after the server died, closed by ``close()`` or a ``with``
+block.
 
-- runs from sync code too: ``tool.invoke`` runs the call on its own event loop;
-- takes a plain string when the tool has one argument (``{"text": s}`` for ``shout(text)``);
-- answers with text: the content blocks joined, the blocks and any structured content kept
-  as the artifact (``{"content": [...], "structured_content": {...}}``);
+On top of the adapters' tool, each tool here:
+
+- runs from sync code too: ``tool.invoke`` runs the call on an event loop of its own;
+- takes a plain string when the tool has one argument (``{"text": s}`` for ``shout(text)``),
+  or a JSON object in a string;
+- answers with text: the content blocks joined (``render_content``), the blocks and any
+  structured content kept as the artifact (``{"content": [...], "structured_content": ...,
+  "server": name}``);
 - gives an error the server reports (``isError``, a JSON-RPC error) back as its text, as the
   adapters do, so the model reads it;
-- raises ``TimeoutError`` past ``call_timeout`` seconds, ``ConnectionError`` when the server
-  cannot be reached or goes away, never an ``ExceptionGroup``; cancelling a call (for
-  example ``asyncio.wait_for``) stops the server it started.
+- raises ``TimeoutError`` past ``call_timeout`` seconds and ``MCPConnectionError`` (a
+  ``ConnectionError``) when the server cannot be reached or goes away, never an
+  ``ExceptionGroup``; cancelling a call (``asyncio.wait_for``) raises ``TimeoutError`` in the
+  caller and stops the stdio server the call started.
 
 Bad input raises ``ValueError`` with one line naming the file or server and the fault.
 """
@@ -27,10 +35,13 @@ Bad input raises ``ValueError`` with one line naming the file or server and the 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import json
 import math
 import os
 import shlex
+import ssl
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -42,6 +53,7 @@ try:
     import anyio
     import httpx
     from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.tools import load_mcp_tools as adapters_load_mcp_tools
     from mcp.shared.exceptions import McpError
     from mcp.types import CONNECTION_CLOSED
 except ImportError as exc:  # pragma: no cover - only without the extra
@@ -52,6 +64,8 @@ except ImportError as exc:  # pragma: no cover - only without the extra
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_TIMEOUT",
+    "MCPConnectionError",
+    "MCPSessions",
     "MCPTool",
     "aload_mcp_tools",
     "load_mcp_tools",
@@ -99,6 +113,11 @@ _URL_SCHEMES = {
     "streamable_http": ("http://", "https://"),
     "websocket": ("ws://", "wss://"),
 }
+
+
+class MCPConnectionError(ConnectionError):
+    """An MCP server could not be reached, or went away during a call."""
+
 
 _SESSION_TERMINATED = 32600  # what the SDK's streamable HTTP client makes of an HTTP 404
 
@@ -185,16 +204,19 @@ def _server(name: Any, entry: Any, *, wrapped: bool, origin: str) -> dict[str, A
         if not isinstance(url, str) or not url.startswith(_URL_SCHEMES[transport]):
             schemes = " or ".join(_URL_SCHEMES[transport])
             raise fault(f"a {transport} server needs 'url' starting with {schemes}, got {url!r}")
+        if "httpx_client_factory" in allowed and entry.get("httpx_client_factory") is None:
+            entry["httpx_client_factory"] = _http_client
     return {"transport": transport, **entry}
 
 
 def normalize_servers(servers: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, dict]:
     """The adapters' connection config for ``servers`` (see the module doc), checked.
 
-    A ``{"mcpServers": {...}}`` config may leave out the transport (stdio when it has a
-    ``command``, streamable HTTP when it has a ``url``), spell it ``type``, carry other
-    clients' keys (dropped) and mark a server ``"disabled": true`` (left out).
-    Raises ValueError with one line on any fault.
+    A server may leave out the transport (stdio when it has a ``command``, streamable HTTP
+    when it has a ``url``); one in a ``{"mcpServers": {...}}`` config may also spell it
+    ``type``, carry other clients' keys (dropped) and be marked ``"disabled": true`` (left
+    out). An HTTP server without an ``httpx_client_factory`` gets one that shares one SSL
+    context (see ``_http_client``). Raises ValueError with one line on any fault.
     """
     origin = ""
     if isinstance(servers, str | os.PathLike):
@@ -223,6 +245,30 @@ def normalize_servers(servers: str | os.PathLike[str] | Mapping[str, Any]) -> di
     if not checked:
         raise ValueError(f"{origin}no MCP servers configured".strip())
     return checked
+
+
+_ssl_context: ssl.SSLContext | None = None
+_ssl_lock = threading.Lock()
+
+
+def _http_client(
+    headers: dict[str, str] | None = None,
+    timeout: httpx.Timeout | None = None,
+    auth: httpx.Auth | None = None,
+) -> httpx.AsyncClient:
+    """The SDK's ``create_mcp_http_client`` with one SSL context shared by every client: an
+    httpx client builds its own by default (the CA bundle loaded anew, 0.1 to 0.8 s here),
+    which a session per call would pay on each call, plain http:// included."""
+    global _ssl_context
+    with _ssl_lock:
+        if _ssl_context is None:
+            _ssl_context = httpx.create_ssl_context()
+    return httpx.AsyncClient(
+        headers=headers,
+        timeout=timeout or httpx.Timeout(30.0, read=300.0),
+        auth=auth,
+        verify=_ssl_context,
+    )
 
 
 def _where(connection: Mapping[str, Any]) -> str:
@@ -378,8 +424,14 @@ class MCPTool(StructuredTool):
         return super()._parse_input(tool_input, tool_call_id)
 
 
-def _wrap(tool: BaseTool, server: str, where: str, call_timeout: float | None) -> MCPTool:
-    call = getattr(tool, "coroutine", None)
+Call = Callable[..., Awaitable[tuple[Any, Any]]]
+
+
+def _wrap(
+    tool: BaseTool, server: str, where: str, call_timeout: float | None, call: Call | None = None
+) -> MCPTool:
+    """Our tool around the adapters' ``tool``; ``call`` runs it (default: its coroutine)."""
+    call = call or getattr(tool, "coroutine", None)
     if call is None:  # pragma: no cover - the adapters' tools are all async
         raise TypeError(f"{tool.name} from MCP server {server!r} has no coroutine")
 
@@ -408,8 +460,10 @@ def _wrap(tool: BaseTool, server: str, where: str, call_timeout: float | None) -
             if not isinstance(exc, Exception):
                 raise
             leaf = _leaf(exc)
+            if isinstance(leaf, MCPConnectionError):
+                raise leaf from None
             if _is_disconnect(leaf):
-                raise ConnectionError(
+                raise MCPConnectionError(
                     _one_line(f"MCP server {server!r} ({where}): {_describe(leaf)}")
                 ) from leaf
             if isinstance(leaf, McpError):  # a JSON-RPC error: the model reads it
@@ -448,10 +502,15 @@ async def _load_server(
 ) -> list[BaseTool]:
     client = MultiServerMCPClient({name: connection}, tool_name_prefix=prefix)  # type: ignore[dict-item]
     label = f"{origin}MCP server {name!r} ({_where(connection)})"
+    return await _bounded(lambda: client.get_tools(server_name=name), timeout, label)
+
+
+async def _bounded(make: Callable[[], Awaitable[T]], timeout: float | None, label: str) -> T:
+    """``await make()`` within ``timeout``; a failure or the timeout as a one-line ValueError."""
     try:
         async with asyncio.timeout(timeout) as deadline:
             try:
-                return await client.get_tools(server_name=name)
+                return await make()
             except BaseException:
                 if _cancelling():
                     raise asyncio.CancelledError from None
@@ -475,6 +534,28 @@ def _check_positive(value: float | None, what: str) -> None:
         raise ValueError(f"{what} must be a number of seconds or None, got {value!r}")
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
+
+
+def _named(
+    connections: Mapping[str, Mapping[str, Any]],
+    loaded: list[list[BaseTool]],
+    prefix: bool,
+    origin: str,
+) -> list[tuple[str, BaseTool]]:
+    """(server, tool) pairs in config order; ValueError when two tools share a name."""
+    pairs: list[tuple[str, BaseTool]] = []
+    owner: dict[str, str] = {}
+    for name, tools in zip(connections, loaded, strict=True):
+        for tool in tools:
+            if tool.name in owner:
+                hint = "" if prefix else "; load with prefix=True to name them <server>_<tool>"
+                raise ValueError(
+                    f"{origin}MCP tool name {tool.name!r} is offered by both server "
+                    f"{owner[tool.name]!r} and server {name!r}{hint}"
+                )
+            owner[tool.name] = name
+            pairs.append((name, tool))
+    return pairs
 
 
 async def aload_mcp_tools(
@@ -506,19 +587,10 @@ async def aload_mcp_tools(
     for result in results:
         if isinstance(result, BaseException):
             raise result
-    tools: list[BaseTool] = []
-    owner: dict[str, str] = {}
-    for (name, connection), loaded in zip(connections.items(), results, strict=True):
-        for tool in loaded:  # type: ignore[union-attr]
-            if tool.name in owner:
-                hint = "" if prefix else "; load with prefix=True to name them <server>_<tool>"
-                raise ValueError(
-                    f"{origin}MCP tool name {tool.name!r} is offered by both server "
-                    f"{owner[tool.name]!r} and server {name!r}{hint}"
-                )
-            owner[tool.name] = name
-            tools.append(_wrap(tool, name, _where(connection), call_timeout))
-    return tools
+    return [
+        _wrap(tool, name, _where(connections[name]), call_timeout)
+        for name, tool in _named(connections, results, prefix, origin)  # type: ignore[arg-type]
+    ]
 
 
 def load_mcp_tools(
@@ -532,3 +604,204 @@ def load_mcp_tools(
     return _run_sync(
         lambda: aload_mcp_tools(servers, timeout=timeout, call_timeout=call_timeout, prefix=prefix)
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Kept sessions
+
+
+class _Held:
+    """One server's kept session, on the sessions' own event loop: opened by a task of its own
+    (an MCP session must close in the task that opened it), opened again after it broke.
+    Everything here runs on that one loop, so it needs no locks."""
+
+    def __init__(self, name: str, connection: dict[str, Any], prefix: bool, label: str) -> None:
+        self.client = MultiServerMCPClient({name: connection}, tool_name_prefix=prefix)  # type: ignore[dict-item]
+        self.name, self.prefix, self.label = name, prefix, label
+        self.stdio = connection["transport"] == "stdio"
+        self.tools: dict[str, BaseTool] = {}  # the adapters' tools bound to the live session
+        self.live = False  # the session is open and its tools listed
+        self.generation = 0  # counts the sessions opened, so a stale failure breaks no new one
+        self.task: asyncio.Task[None] | None = None
+        self.stop: asyncio.Event | None = None
+        self.reopening: asyncio.Task[list[BaseTool]] | None = None
+
+    def broke(self, generation: int) -> None:
+        if generation == self.generation:
+            self.live = False
+
+    async def open(self, timeout: float | None) -> list[BaseTool]:
+        ready: asyncio.Future[list[BaseTool]] = asyncio.get_running_loop().create_future()
+        stop = asyncio.Event()
+        self.generation += 1
+        generation = self.generation
+
+        async def hold() -> None:
+            try:
+                async with self.client.session(self.name) as session:
+                    tools = await adapters_load_mcp_tools(
+                        session, server_name=self.name, tool_name_prefix=self.prefix
+                    )
+                    ready.set_result(tools)
+                    await stop.wait()
+            except BaseException as exc:
+                if ready.done():
+                    pass
+                elif isinstance(exc, asyncio.CancelledError):
+                    ready.cancel()
+                else:
+                    ready.set_exception(exc)
+            finally:
+                self.broke(generation)
+
+        self.task, self.stop = asyncio.create_task(hold()), stop
+        try:
+            tools = await _bounded(lambda: asyncio.shield(ready), timeout, self.label)
+        except BaseException:
+            await self.close(at_once=True)
+            if ready.done() and not ready.cancelled():
+                ready.exception()  # retrieved: asyncio logs an unretrieved one
+            raise
+        self.tools = {tool.name: tool for tool in tools}
+        self.live = True
+        return tools
+
+    async def reopen(self, timeout: float | None) -> list[BaseTool]:
+        await self.close()
+        return await self.open(timeout)
+
+    async def close(self, *, at_once: bool = False) -> None:
+        self.live = False
+        task, self.task = self.task, None
+        if task is None:
+            return
+        if at_once:
+            task.cancel()
+        elif self.stop is not None:
+            self.stop.set()
+        # A broken session may fail to close; it is gone either way.
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+
+    async def call(self, name: str, timeout: float | None, arguments: dict[str, Any]) -> Any:
+        if not self.live:
+            if self.reopening is None or self.reopening.done():
+                self.reopening = asyncio.create_task(self.reopen(timeout))
+            try:  # shielded: a call that times out meanwhile leaves the reopening to finish
+                await asyncio.shield(self.reopening)
+            except ValueError as exc:
+                raise MCPConnectionError(str(exc)) from None
+        tool, generation = self.tools.get(name), self.generation
+        if tool is None:
+            raise ToolException(f"MCP server {self.name!r} no longer offers {name!r}")
+        try:
+            return await tool.coroutine(**arguments)  # type: ignore[misc]
+        except asyncio.CancelledError:
+            # A call given up on (a timeout): over HTTP the client does not notice a server
+            # that died mid-call, so the session is opened afresh (cheap) before the next call.
+            if not self.stdio:
+                self.broke(generation)
+            raise
+        except Exception as exc:
+            if _is_disconnect(_leaf(exc)):
+                self.broke(generation)
+            raise
+
+
+class MCPSessions:
+    """The tools of every server in ``servers`` over one kept session per server.
+
+    ``load_mcp_tools`` opens a session for each call: a new process per call over stdio (a
+    second or more), a new HTTP session over HTTP. These tools share one session per server
+    (milliseconds a call, and the server keeps its state between calls), held on an event loop
+    thread of their own, so they run from sync code and from any event loop alike. A session
+    that breaks (the server died) is opened again at the next call. ``close()`` (or the end of
+    a ``with`` block) ends the sessions and their servers.
+
+    The arguments and the tools' behaviour are those of ``load_mcp_tools``; a call that cannot
+    reopen its session raises ``ConnectionError``.
+    """
+
+    def __init__(
+        self,
+        servers: str | os.PathLike[str] | Mapping[str, Any],
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+        prefix: bool = False,
+    ) -> None:
+        _check_positive(timeout, "timeout")
+        _check_positive(call_timeout, "call_timeout")
+        origin = f"{Path(servers)}: " if isinstance(servers, str | os.PathLike) else ""
+        connections = normalize_servers(servers)
+        self._timeout = timeout
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp", daemon=True)
+        self._thread.start()
+        self._held = {
+            name: _Held(
+                name, connection, prefix, f"{origin}MCP server {name!r} ({_where(connection)})"
+            )
+            for name, connection in connections.items()
+        }
+        try:
+            loaded = self._submit(self._open_all()).result()
+            pairs = _named(connections, loaded, prefix, origin)
+        except BaseException:
+            self.close()
+            raise
+        self.tools: list[BaseTool] = [
+            _wrap(
+                tool,
+                name,
+                _where(connections[name]),
+                call_timeout,
+                self._forward(self._held[name], tool.name),
+            )
+            for name, tool in pairs
+        ]
+
+    def _submit(self, coroutine: Awaitable[T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)  # type: ignore[arg-type]
+
+    async def _open_all(self) -> list[list[BaseTool]]:
+        results = await asyncio.gather(
+            *(held.open(self._timeout) for held in self._held.values()), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results  # type: ignore[return-value]
+
+    def _forward(self, held: _Held, name: str) -> Call:
+        """A coroutine function that runs the tool ``name`` on the held session's loop."""
+
+        async def call(**arguments: Any) -> Any:
+            if self._loop.is_closed():
+                raise MCPConnectionError(f"MCP server {held.name!r}: its sessions are closed")
+            future = self._submit(held.call(name, self._timeout, arguments))
+            return await asyncio.wrap_future(future)
+
+        return call
+
+    def close(self) -> None:
+        """End every session (and the servers a stdio session started). Idempotent."""
+        if self._loop.is_closed():
+            return
+        if self._thread.is_alive():
+
+            async def close_all() -> None:
+                await asyncio.gather(*(held.close() for held in self._held.values()))
+
+            with contextlib.suppress(Exception):  # closing is best effort
+                self._submit(close_all()).result(30)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    def __enter__(self) -> list[BaseTool]:
+        return self.tools
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
