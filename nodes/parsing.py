@@ -3,16 +3,38 @@
 Real models drift from the format: emphasis around labels, numbered labels, the
 ``Action:`` + ``Action Input:`` form, ``tool(input)``, quoted or JSON inputs, nested brackets,
 a hallucinated Observation. The parser reads the intended action from all of these, rejects
-only what is truly ambiguous, and never raises.
+only what is truly ambiguous, never raises, and runs in time linear in the reply's length
+(the scanning lives in ``nodes.reading``).
+
+The rules:
+
+- A label counts only at the start of a line, after optional whitespace, emphasis, a heading
+  mark or list numbering. ``Final Answer:`` in the middle of a sentence ("I will give my final
+  answer: after one more search") is not an answer.
+- An Action line names a tool, then gives its input in brackets or parentheses right after the
+  name (``search[x]``, ``search(x)``), after a colon (``search: x``), or on an ``Action Input:``
+  line that follows. A non-empty Action Input wins over any input on the Action line, which is
+  most often the tool's signature echoed back (``Action: add (add two numbers)``).
+- A name followed by anything else (``Action: Search the internet for "AI 2024".``,
+  ``Action: search Eiffel Tower``) is a sentence, not a call: it runs only when the name is a
+  known tool and an Action Input line follows; otherwise the model is told to write
+  ``tool_name[input]``.
+- When no Action label holds a call, a line that starts with ``known_tool[...]`` is the call.
+- Labels inside a bracketed input, or inside a fence that opens an Action Input or a Final
+  Answer, are part of that text.
+- ``Finish[answer]`` (any case, as an action or a bare line) is the ReAct paper's own final
+  answer.
+- A one-line input loses one pair of quotes; a multi-line input (a fenced block) stays as
+  written.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 
 from reactgraph.nodes import prompts
+from reactgraph.nodes.reading import scan
 from reactgraph.nodes.state import ParsedReply
 
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I)
@@ -20,26 +42,15 @@ _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
 # Where a reply stops being the model's own: the literal stop sequence anywhere, or an
 # Observation label in any decoration at the start of a line.
 _OBSERVATION_CUT = re.compile(
-    r"Observation:|^[ \t>#*_`\-]*observation[ \t]*(?:#?[ \t]*\d+)?[ \t]*[*_`]*[ \t]*:",
+    r"Observation:|^[ \t>#*_`\-]*+observation[ \t]*+(?:#?+[ \t]*+\d++)?+[ \t]*+[*_`]*+[ \t]*+:",
     re.I | re.M,
 )
-_DECOR = r"[*_`]*"
-_LABEL = re.compile(
-    r"^[ \t>]*(?:[-+][ \t]+|\*[ \t]+|\d+[.)][ \t]+)?(?:#{1,6}[ \t]*)?" + _DECOR + r"[ \t]*"
-    r"(?P<label>thought|action[ \t_]*input|action|final[ \t]*answer)"
-    r"[ \t]*(?:#?[ \t]*\d+)?[ \t]*" + _DECOR + r"[ \t]*:[ \t]*" + _DECOR + r"[ \t]*"
-    r"(?P<rest>.*)$",
-    re.I | re.M,
-)
-_INLINE_ANSWER = re.compile(r"final[ \t]*answer[ \t]*" + _DECOR + r"[ \t]*:", re.I)
-_CALL = re.compile(
-    r"^[*_`'\"]*(?P<name>[A-Za-z_][\w.\-]*)[*_`'\"]*[ \t]*"
-    r"(?:(?P<open>[\[(])|:[ \t]*|[ \t]+|(?=\r?\n)|$)"
-)
-_BARE_CALL = re.compile(r"^[ \t>]*(?:[-+*][ \t]+|\d+[.)][ \t]+)?" + _DECOR + r"[ \t]*(?=\S)", re.M)
-_KWARG = re.compile(r"^\w+[ \t]*=[ \t]*(?P<value>(['\"]).*\2)$", re.S)
-_CLOSERS = {"[": "]", "(": ")"}
-_EDGE_DECOR = " \t\r\n*_`"
+_EDGE_DECOR = " \t\r\n*_"
+# The ReAct paper ends a run with the action Finish[answer], and models trained on its
+# transcripts write it unprompted. It is reserved: a tool named "finish" would make that reply
+# mean two things, and the paper's meaning wins, so such a tool cannot be called.
+_FINISH = "finish"
+_SHOWN_CHARS = 80
 
 
 def clean_reply(raw: str) -> str:
@@ -65,27 +76,35 @@ def parse_react(text: str, tool_names: Iterable[str]) -> ParsedReply:
     """Read a cleaned reply (see ``clean_reply``) as a final answer, one action, or invalid."""
     names = {canonical_name(n): n for n in tool_names}
     valid = ", ".join(names.values()) or "(none)"
-    labels, calls = _scan(text)
-    thought = _thought(text, labels)
+    canonical: dict[str, str] = {}
 
-    for index, match in enumerate(labels):
-        if _kind(match) == "final answer":
-            return _answer(_section(text, labels, index), thought)
+    def known(name: str) -> bool:
+        name = _canonical(name, canonical)
+        return name in names or name == _FINISH
 
-    calls = calls or _bare_calls(text, names)
-    if not calls:
-        inline = _INLINE_ANSWER.search(text)
-        if inline is not None:
-            return _answer(text[inline.end() :], thought)
+    found = scan(text, known)
+    thought = found.thought
+    if found.answer is not None:
+        return _answer(found.answer, thought)
+
+    if not found.calls:
+        if found.prose:
+            line = _shorten(found.prose[0])
+            return _invalid(prompts.BAD_ACTION.format(text=line, valid=valid), thought)
         template = prompts.EMPTY_REPLY if not text.strip() else prompts.NO_ACTION
         return _invalid(template.format(valid=valid), thought)
 
-    distinct = list(dict.fromkeys(calls))
+    firsts: dict[tuple[str, str | None], tuple[str, str | None]] = {}
+    for name, tool_input in found.calls:
+        firsts.setdefault((_canonical(name, canonical), tool_input), (name, tool_input))
+    distinct = list(firsts.values())
     if len(distinct) > 1:
-        shown = ", ".join(f"{n}[{i}]" if i is not None else n for n, i in distinct[:3])
+        shown = ", ".join(f"{n}[{_shorten(i)}]" if i is not None else n for n, i in distinct[:3])
         return _invalid(prompts.TWO_ACTIONS.format(actions=shown), thought)
     name, tool_input = distinct[0]
-    tool = names.get(canonical_name(name))
+    if _canonical(name, canonical) == _FINISH:
+        return _answer(tool_input or "", thought)
+    tool = names.get(_canonical(name, canonical))
     if tool is None:
         return _invalid(prompts.UNKNOWN_TOOL.format(name=name, valid=valid), thought)
     if tool_input is None:
@@ -100,59 +119,18 @@ def parse_react(text: str, tool_names: Iterable[str]) -> ParsedReply:
     )
 
 
-def _scan(text: str) -> tuple[list[re.Match[str]], list[tuple[str, str | None]]]:
-    """The labels of a reply and the calls of its Action labels.
-
-    Labels inside a bracketed action input (a multi-line ``update_notes[...]``, say) are part of
-    that input, not labels.
-    """
-    labels: list[re.Match[str]] = []
-    pending: list[tuple[int, str, str | None]] = []
-    skip_until = -1
-    for match in _LABEL.finditer(text):
-        if match.start() < skip_until:
-            continue
-        labels.append(match)
-        if _kind(match) != "action":
-            continue
-        body = text[match.start("rest") :]
-        stripped = body.lstrip()
-        call = _read_call(stripped)
-        if call is None:
-            continue
-        name, tool_input, consumed = call
-        skip_until = match.start("rest") + (len(body) - len(stripped)) + consumed
-        pending.append((len(labels) - 1, name, tool_input))
-    calls = []
-    for index, name, tool_input in pending:
-        following = labels[index + 1] if index + 1 < len(labels) else None
-        if tool_input is None and following is not None and _kind(following) == "action input":
-            tool_input = _unwrap(_section(text, labels, index + 1))
-        calls.append((name, tool_input))
-    return labels, calls
-
-
-def _kind(match: re.Match[str]) -> str:
-    return re.sub(r"[\s_]+", " ", match.group("label").lower())
-
-
-def _section(text: str, labels: list[re.Match[str]], index: int) -> str:
-    """A label's text: the rest of its line and the lines up to the next label."""
-    match = labels[index]
-    end = labels[index + 1].start() if index + 1 < len(labels) else len(text)
-    return match.group("rest") + text[match.end() : end]
-
-
-def _thought(text: str, labels: list[re.Match[str]]) -> str | None:
-    for index, match in enumerate(labels):
-        if _kind(match) == "thought":
-            return _section(text, labels, index).strip() or None
-    head = text[: labels[0].start()] if labels else text
-    return head.strip() or None
+def _canonical(name: str, seen: dict[str, str]) -> str:
+    """``canonical_name``, remembered: a long reply repeats the same few names."""
+    if name not in seen:
+        seen[name] = canonical_name(name)
+    return seen[name]
 
 
 def _answer(after: str, thought: str | None) -> ParsedReply:
     answer = after.strip(_EDGE_DECOR)
+    if "\n" not in answer:
+        # Inline code marks go; a fenced block (always several lines) keeps its fences.
+        answer = answer.strip(_EDGE_DECOR + "`")
     if not answer:
         return _invalid(prompts.EMPTY_ANSWER, thought)
     return ParsedReply(
@@ -166,88 +144,7 @@ def _invalid(error: str, thought: str | None) -> ParsedReply:
     )
 
 
-def _bare_calls(text: str, names: dict[str, str]) -> list[tuple[str, str | None]]:
-    """Calls written without an Action label: only bracketed calls of known tools count."""
-    calls = []
-    for line_start in _BARE_CALL.finditer(text):
-        body = text[line_start.end() :]
-        call = _read_call(body)
-        if call is None or call[1] is None or canonical_name(call[0]) not in names:
-            continue
-        if re.match(r"[*_`'\"]*[\w.\-]+[*_`'\"]*[ \t]*[\[(]", body):
-            calls.append((call[0], call[1]))
-    return calls
-
-
-def _read_call(body: str) -> tuple[str, str | None, int] | None:
-    """``name[input]``, ``name(input)``, ``name: input``, ``name input`` or a bare ``name``;
-    with how many characters of ``body`` the call took."""
-    match = _CALL.match(body)
-    if match is None:
-        return None
-    name = match.group("name").rstrip(".-")
-    if match.group("open"):
-        close = _matching_close(body, match.start("open"))
-        if close is None:
-            # An unclosed bracket: the input runs to the end of the paragraph.
-            end = body.find("\n\n", match.end())
-            end = len(body) if end < 0 else end
-            inner = body[match.end() : end].rstrip().rstrip(_CLOSERS[match.group("open")])
-            return name, _unwrap(inner), end
-        return name, _unwrap(body[match.end() : close]), close + 1
-    end = body.find("\n", match.end())
-    end = len(body) if end < 0 else end
-    line = body[match.end() : end].strip()
-    return name, (_unwrap(line) if line else None), end
-
-
-def _matching_close(text: str, start: int) -> int | None:
-    """Index of the bracket closing ``text[start]``; nested pairs and quoted inputs are skipped."""
-    opener = text[start]
-    closer = _CLOSERS[opener]
-    inner = text[start + 1 :].lstrip()
-    offset = len(text) - len(inner)
-    if inner[:1] in ("'", '"'):
-        quote = inner[0]
-        found = re.search(re.escape(quote) + r"[ \t]*" + re.escape(closer), text[offset + 1 :])
-        if found is not None:
-            return offset + 1 + found.end() - 1
-    depth = 0
-    in_string = False
-    json_like = inner[:1] in ("{", '"')
-    index = start
-    while index < len(text):
-        char = text[index]
-        if in_string:
-            if char == "\\":
-                index += 1
-            elif char == '"':
-                in_string = False
-        elif char == '"' and json_like:
-            in_string = True
-        elif char == opener:
-            depth += 1
-        elif char == closer:
-            depth -= 1
-            if depth == 0:
-                return index
-        index += 1
-    return None
-
-
-def _unwrap(value: str) -> str:
-    """Strip one pair of quotes (or a lone ``key=`` in front of a quoted value)."""
-    value = value.strip()
-    kwarg = _KWARG.match(value)
-    if kwarg is not None:
-        value = kwarg.group("value")
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`":
-        if value[0] == '"':
-            try:
-                decoded = json.loads(value)
-            except ValueError:
-                decoded = None
-            if isinstance(decoded, str):
-                return decoded
-        return value[1:-1]
-    return value
+def _shorten(text: str) -> str:
+    """Enough of a model's text to recognise it in a corrective Observation."""
+    text = " ".join(text[: _SHOWN_CHARS * 2].split())
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."

@@ -46,6 +46,11 @@ NO_ACTION = (
     "Invalid format: no Action or Final Answer found. Write exactly one line "
     "'Action: tool_name[input]', or 'Final Answer: your answer'. Valid actions: {valid}."
 )
+BAD_ACTION = (
+    "Invalid format: the Action line '{text}' does not call a tool. Write the action as "
+    "'Action: tool_name[input]', with the input in square brackets right after the tool name. "
+    "Valid actions: {valid}."
+)
 UNKNOWN_TOOL = "Unknown action '{name}'. Valid actions: {valid}."
 MISSING_INPUT = (
     "Invalid format: the action '{name}' has no input. Write it as {name}[input]. "

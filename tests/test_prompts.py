@@ -64,3 +64,10 @@ def test_react_prompt_is_the_seed_prompt() -> None:
         "Action: tool_name[input]\nObservation: (written by the system, never by you)" in rendered
     )
     assert rendered.endswith("Question: Q")
+
+
+def test_bad_action_asks_for_the_bracket_form() -> None:
+    rendered = prompts.BAD_ACTION.format(text="Search the web for AI.", valid="search, lookup")
+    assert "'Search the web for AI.'" in rendered
+    assert "Action: tool_name[input]" in rendered
+    assert rendered.endswith("Valid actions: search, lookup.")
