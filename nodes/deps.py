@@ -140,6 +140,8 @@ def make_deps(
     for tool in tools:
         if not isinstance(tool, BaseTool):
             raise TypeError(f"every tool must be a langchain-core BaseTool, got {tool!r}")
+        if tool.name.lower() == prompts.FINISH_ACTION:
+            raise ValueError("no tool may be named 'finish': Finish[answer] is how a model answers")
         if tool.name in by_name or tool.name.lower() in reserved:
             raise ValueError(f"two actions are named {tool.name!r}")
         by_name[tool.name] = contained(tool)

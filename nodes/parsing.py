@@ -49,7 +49,7 @@ _EDGE_DECOR = " \t\r\n*_"
 # The ReAct paper ends a run with the action Finish[answer], and models trained on its
 # transcripts write it unprompted. It is reserved: a tool named "finish" would make that reply
 # mean two things, and the paper's meaning wins, so such a tool cannot be called.
-_FINISH = "finish"
+_FINISH = prompts.FINISH_ACTION
 _SHOWN_CHARS = 80
 
 
