@@ -12,6 +12,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from reactgraph.assembly import assemble
+from reactgraph.delta import bound_replay
 from reactgraph.graph import ReactGraph, adopt
 from reactgraph.models import chat_model
 from reactgraph.nodes.compaction import context_window_for
@@ -48,6 +49,7 @@ def build_graph(
     whose ``answer``, ``status`` and ``turns`` are the result.
     """
     spec = find_variant(variant)
+    bound_replay()
     objects = {"store": store, "token_counter": token_counter, "summarizer": summarizer}
     misplaced = [name for name, value in objects.items() if value is not None]
     misplaced = [name for name in misplaced if name not in spec.objects]

@@ -55,6 +55,7 @@ def start_run(
         "answer": None,
         "status": None,
         "summary": None,
+        "notes": None,
     }
 
 

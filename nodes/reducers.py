@@ -1,4 +1,13 @@
-"""The state's reducers: how each accumulating channel combines what nodes write."""
+"""How the state's growing channels are stored: as deltas, so a checkpoint never writes the
+whole transcript again (LangGraph's ``DeltaChannel``, beta; ``tests/test_delta_contract.py``
+pins what we rely on).
+
+A ``DeltaChannel`` stores each step's writes once and a full copy (a snapshot) only every so
+many updates; a read replays the writes since the last snapshot through the reducer. Reducers
+get a batch of writes, must not mutate the current value, and must give the same result however
+the writes are batched: ``r(r(s, xs), ys) == r(s, xs + ys)``. An ``Overwrite`` (a new run's
+reset) is applied by the channel itself and also forces a snapshot.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +15,42 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AnyMessage, convert_to_messages
+from langgraph.channels import DeltaChannel
+
+# A snapshot every 500 updates (about 500 turns): at 1,000 turns the snapshots add about as much
+# as the transcript itself, while a read replays at most a few hundred writes (see also
+# ``reactgraph.delta``, which bounds the replay for channels written rarely).
+SNAPSHOT_EVERY = 500
 
 
-def add_messages(current: Sequence[AnyMessage] | None, new: Any) -> list[AnyMessage]:
-    """The reducer of ``messages``: append, or replace a message sent again with the same id.
+def appended(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
+    """The reducer of an append-only list: each write is a list of new items."""
+    out = list(current)
+    for items in writes:
+        out.extend(items)
+    return out
 
-    Only a message that arrives with an id already present is looked up (a client's edit), so
-    the run's own appends cost nothing per message held. Missing ids are numbered by position,
-    never random, so a replay of the same writes gives the same ids.
+
+def latest(current: Any, writes: Sequence[Any]) -> Any:
+    """The reducer of a value replaced whole (the notes, the summary): the last write wins."""
+    return writes[-1]
+
+
+def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
+    """The reducer of ``messages``: each write's messages appended (see ``_add``)."""
+    out = list(current)
+    for new in writes:
+        _add(out, new)
+    return out
+
+
+def _add(merged: list[AnyMessage], new: Any) -> None:
+    """Append messages, or replace one sent again with the same id (a client's edit).
+
+    Only a message that arrives with a foreign id already present is looked up, so the run's own
+    appends cost nothing per message held. Missing ids are numbered by position, never random,
+    so replaying the same writes gives the same ids.
     """
-    merged = list(current or [])
     incoming = convert_to_messages(new if isinstance(new, list) else [new])
     positions: dict[str, int] | None = None
     for message in incoming:
@@ -29,4 +64,10 @@ def add_messages(current: Sequence[AnyMessage] | None, new: Any) -> list[AnyMess
                 continue
             positions[message.id] = len(merged)
         merged.append(message)
-    return merged
+
+
+Transcript = DeltaChannel(appended, snapshot_frequency=SNAPSHOT_EVERY)
+Chat = DeltaChannel(added_messages, snapshot_frequency=SNAPSHOT_EVERY)
+# Written rarely: a snapshot at each write keeps a read from replaying back to the run's start.
+Rare = DeltaChannel(appended, snapshot_frequency=1)
+Replaced = DeltaChannel(latest, snapshot_frequency=1)

@@ -7,13 +7,12 @@ schema on Python 3.11.
 
 from __future__ import annotations
 
-import operator
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict
 
-from reactgraph.nodes.reducers import add_messages
+from reactgraph.nodes.reducers import Chat, Rare, Replaced, Transcript
 
 Status = Literal["answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"]
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
@@ -109,7 +108,7 @@ class CompactionRecord(TypedDict):
     """Tokens of the summarizer's reply."""
 
 
-Messages = Annotated[list[AnyMessage], add_messages]
+Messages = Annotated[list[AnyMessage], Chat]
 
 
 class InputState(TypedDict):
@@ -137,8 +136,9 @@ class State(TypedDict):
     run: NotRequired[int]
     """Runs started on this thread so far, this one included: with the turn number it keys each
     tool call, so tools with side effects can recognise a repeat after a resume."""
-    turns: NotRequired[Annotated[list[Turn], operator.add]]
-    """Every completed turn, in order. Appended to, never edited."""
+    turns: NotRequired[Annotated[list[Turn], Transcript]]
+    """Every completed turn of this run, in order. Appended to, never edited; stored as deltas,
+    so a checkpoint holds only what a step added."""
     reply: NotRequired[ModelReply | None]
     """The latest model reply, between ``call_model`` and the node that completes the turn."""
     parsed: NotRequired[ParsedReply | None]
@@ -147,11 +147,12 @@ class State(TypedDict):
     """The final answer, or None while running or when the run ended without one."""
     status: NotRequired[Status | None]
     """None while running; then how the run ended."""
-    notes: NotRequired[str | None]
-    """The current notes (notes variant); None where the variant keeps no notes."""
+    notes: NotRequired[Annotated[str, Replaced]]
+    """The current notes (notes variants); None where the variant keeps no notes. Stored only
+    when they change."""
     resumed_notes: NotRequired[bool]
     """True when the notes were carried over from an earlier run on the same thread."""
-    compactions: NotRequired[Annotated[list[CompactionRecord], operator.add]]
-    """Every compaction of this run, in order (compaction variant)."""
-    summary: NotRequired[str | None]
-    """The latest summary, or None if no compaction produced one."""
+    compactions: NotRequired[Annotated[list[CompactionRecord], Rare]]
+    """Every compaction of this run, in order (compaction variants)."""
+    summary: NotRequired[Annotated[str, Replaced]]
+    """The latest summary, or None if no compaction produced one. Stored only when it changes."""
