@@ -1,9 +1,12 @@
-"""LangGraph Studio's server (`langgraph dev`) serves the three graphs: the official SDK lists
-them, reads their drawings and context schemas, and runs a question on each end to end against
-the local OpenAI-compatible test server."""
+"""LangGraph Studio's server (`langgraph dev`) serves every variant: the official SDK lists them,
+reads their drawings and context schemas, runs a question on each against the local
+OpenAI-compatible test server, and talks to them as a chat client does (messages in, the
+Thought/Action/Observation loop out as messages). The server runs in a temporary folder, so it
+writes nothing inside the checkout."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -16,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from reactgraph import REGISTRY, VARIANTS
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.test_graph_shapes import SHAPES
 
@@ -35,6 +39,19 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Any:
         pytest.skip("langgraph-cli is not installed")
     port = free_port()
     workdir = tmp_path_factory.mktemp("studio")
+    # The checkout's langgraph.json, with absolute paths, so the server's own files
+    # (.langgraph_api/) go to the temporary folder it runs in.
+    project = json.loads((ROOT / "langgraph.json").read_text())
+    config = {
+        **project,
+        "dependencies": [str(ROOT)],
+        "graphs": {
+            name: str(ROOT / target.removeprefix("./"))
+            for name, target in project["graphs"].items()
+        },
+        "env": {"LANGSMITH_TRACING": "false"},
+    }
+    (workdir / "langgraph.json").write_text(json.dumps(config))
     environment = {
         **{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -51,9 +68,9 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Any:
             "--port",
             str(port),
             "--config",
-            str(ROOT / "langgraph.json"),
+            str(workdir / "langgraph.json"),
         ],
-        cwd=ROOT,  # langgraph.json's paths are relative to where the server starts
+        cwd=workdir,
         env=environment,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -90,7 +107,7 @@ def stop(server: subprocess.Popen) -> None:
         server.wait(10)
 
 
-def test_studio_serves_the_three_graphs_end_to_end(
+def test_studio_serves_every_variant_end_to_end(
     studio: str, openai_server: FakeOpenAIServer
 ) -> None:
     from langgraph_sdk import get_sync_client
@@ -108,6 +125,9 @@ def test_studio_serves_the_three_graphs_end_to_end(
         properties = schema["properties"]
         assert {"max_turns", "tool_timeout", "model_name", "base_url"} <= set(properties)
         assert all(p.get("description") for p in properties.values())
+        spec = REGISTRY[variant]
+        for name in ("window_turns", "context_window", "keep_turns"):
+            assert (name in properties) == (spec.setting(name) is not None), (variant, name)
         thread = client.threads.create()
         values = client.runs.wait(
             thread["thread_id"],
@@ -123,3 +143,61 @@ def test_studio_serves_the_three_graphs_end_to_end(
             "search",
             "calculator",
         ]
+
+
+def test_langgraph_json_lists_every_variant() -> None:
+    graphs = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
+    assert set(graphs) == set(VARIANTS)
+    assert all(target == f"./graphs/studio.py:{name}" for name, target in graphs.items())
+
+
+def chat_turns(messages: list[dict]) -> list[str]:
+    """The shape of a chat: h (human), a+ (AI with a tool call), t (tool), a (AI)."""
+    shapes = []
+    for message in messages:
+        if message["type"] == "ai":
+            shapes.append("a+" if message.get("tool_calls") else "a")
+        else:
+            shapes.append({"human": "h", "tool": "t"}[message["type"]])
+    return shapes
+
+
+def test_a_chat_client_sends_messages_and_sees_the_loop_as_messages(
+    studio: str, openai_server: FakeOpenAIServer
+) -> None:
+    """As Agent Chat UI does: a thread, a human message in, values and messages-tuple streamed
+    out; then a second question on the same thread."""
+    from langgraph_sdk import get_sync_client
+
+    openai_server.responder = seed_responder
+    client = get_sync_client(url=studio)
+    context = {"model_name": "gpt-4o-mini", "base_url": openai_server.url}
+    for variant in VARIANTS:
+        thread = client.threads.create()["thread_id"]
+        modes: set[str] = set()
+        for question in ("How many years apart?", "And once more?"):
+            final: dict = {}
+            for part in client.runs.stream(
+                thread,
+                variant,
+                input={"messages": [{"type": "human", "content": question}]},
+                stream_mode=["values", "messages-tuple"],
+                context=context,
+            ):
+                modes.add(part.event)
+                if part.event == "values":
+                    final = part.data
+            assert final.get("answer") == "48", (variant, final)
+        assert {"values", "messages"} <= modes, modes
+        messages = client.threads.get_state(thread)["values"]["messages"]
+        one_run = ["h", "a+", "t", "a+", "t", "a+", "t", "a"]
+        assert chat_turns(messages) == one_run * 2, (variant, chat_turns(messages))
+        assert messages[0]["content"] == "How many years apart?"
+        assert messages[8]["content"] == "And once more?"
+        assert messages[7]["content"] == "48" and messages[-1]["content"] == "48"
+        calls = [m["tool_calls"][0] for m in messages if m.get("tool_calls")]
+        assert [c["name"] for c in calls[:3]] == ["search", "search", "calculator"]
+        assert len({c["id"] for c in calls}) == len(calls)  # unique within the thread
+        tools = [m for m in messages if m["type"] == "tool"]
+        assert [t["tool_call_id"] for t in tools] == [c["id"] for c in calls]
+        assert tools[2]["content"] == "48"
