@@ -9,7 +9,18 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from reactgraph import VARIANTS
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+# What each notebook's text says its cells show.
+CLAIMS = {
+    "quickstart.ipynb": [
+        *(f"{variant:17} answer='48' status=answered" for variant in VARIANTS),
+        "48 answered finished",  # the interrupted run, resumed
+        "ai    '48'",  # the chat view ends with the answer
+    ],
+    "long_run.ipynb": ["notes stays under a quarter of the transcript: True"],
+}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -31,8 +42,9 @@ def test_notebook_runs_offline(path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         if cell.cell_type == "code"
         for output in cell.outputs
     )
-    assert "Traceback" not in text
+    for claim in CLAIMS[path.name]:
+        assert claim in text, f"{path.name} no longer shows {claim!r}"
 
 
 def test_there_are_notebooks() -> None:
-    assert {p.name for p in NOTEBOOKS} >= {"quickstart.ipynb", "long_run.ipynb"}
+    assert {p.name for p in NOTEBOOKS} == set(CLAIMS)
