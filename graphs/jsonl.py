@@ -111,12 +111,20 @@ def read_jsonl_lines(
     (over ``max_line_bytes``, not UTF-8, not JSON). The file streams, so a huge line costs at
     most ``max_line_bytes`` of memory. Raises ValueError only when the file cannot be read."""
     with reading(path) as stream:
-        for number, raw in _lines(stream, max_line_bytes):
-            if raw is not None and not raw.strip():
-                continue  # a blank line
-            try:
-                yield number, _parse(raw, number, max_line_bytes)
-            except Skip as skip:
-                # Only the last line can lack its newline: a write cut short by a kill.
-                torn = raw is not None and not raw.endswith(b"\n")
-                yield number, BadLine(str(skip), torn=torn)
+        yield from read_jsonl_stream(stream, max_line_bytes)
+
+
+def read_jsonl_stream(
+    stream: BinaryIO, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, Any]]:
+    """``read_jsonl_lines`` from where an open binary stream stands (numbers count from there);
+    ``stream.tell()`` between items is the end of the line just given."""
+    for number, raw in _lines(stream, max_line_bytes):
+        if raw is not None and not raw.strip():
+            continue  # a blank line
+        try:
+            yield number, _parse(raw, number, max_line_bytes)
+        except Skip as skip:
+            # Only the last line can lack its newline: a write cut short, or one under way.
+            torn = raw is not None and not raw.endswith(b"\n")
+            yield number, BadLine(str(skip), torn=torn)

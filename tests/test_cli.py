@@ -166,8 +166,8 @@ def test_batch_writes_each_result_and_a_rerun_skips_what_is_done(
             ["ask", "q", "--corpus", "/no/such/folder", "--base-url", "http://127.0.0.1:9/v1"],
             "corpus folder not found",
         ),
-        (["show", "ghost"], "unknown thread 'ghost'"),
-        (["resume", "ghost"], "unknown thread 'ghost'"),
+        (["show", "ghost"], "no database at"),
+        (["resume", "ghost"], "no database at"),
         (["fly"], "invalid choice: 'fly'"),
     ],
 )
