@@ -60,7 +60,9 @@ def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str) -
         return 1
     except (*DB_FAULTS, DatabaseError) as error:
         text = str(error) if isinstance(error, DatabaseError) else explain(db, error)
-        out.fail(f"{text}. The run is saved up to its last step; resume it with: {hint}")
+        # A server that went away keeps every step it stored; a damaged file may not.
+        after = f". The run is saved up to its last step; resume it with: {hint}"
+        out.fail(text + (after if is_postgres(db) else ""))
         return 2
     values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
     out.print_result(values)

@@ -127,7 +127,8 @@ def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
 
 def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
     """``reactgraph threads``: one row per run in the database."""
-    table = Table("thread", "variant", "status", "turns", "question", box=None)
+    table = Table("thread", "variant", "status", "turns", box=None)
+    table.add_column("question", no_wrap=True, overflow="ellipsis")
     for record, status, turns in rows:
         style = STATUS_STYLE.get(status, "white")
         table.add_row(

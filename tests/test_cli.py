@@ -16,18 +16,26 @@ from reactgraph.cli import main
 from tests.fakes import FakeOpenAIServer, seed_responder
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def environment(env: dict | None = None) -> dict[str, str]:
+    """This process's environment without the OpenAI variables, plus ``env``."""
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    variables.update(env or {})
+    return variables
+
+
 def cli(
     *args: str, env: dict | None = None, cwd: Path | None = None, **kwargs: object
 ) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    environment.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "reactgraph.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env=environment,
-        cwd=cwd or Path(__file__).resolve().parents[1],
+        env=environment(env),
+        cwd=cwd or REPO,
         **kwargs,
     )
 
