@@ -15,7 +15,6 @@ import pytest
 from reactgraph.cli import main
 from tests.fakes import FakeOpenAIServer, seed_responder
 
-
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -37,6 +36,18 @@ def cli(
         env=environment(env),
         cwd=cwd or REPO,
         **kwargs,
+    )
+
+
+def popen(*args: str, env: dict | None = None) -> subprocess.Popen[str]:
+    """The command line started in the background (for a test that interrupts or races it)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "reactgraph.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment(env),
+        cwd=REPO,
     )
 
 

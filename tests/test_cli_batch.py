@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from tests.fakes import FakeOpenAIServer, seed_responder
-from tests.test_cli import REPO, cli, environment
+from tests.test_cli import cli, popen
 
 
-def batch(questions: Path, results: Path, server: FakeOpenAIServer, *more: str):  # noqa: ANN201
+def batch(
+    questions: Path, results: Path, server: FakeOpenAIServer, *more: str
+) -> subprocess.CompletedProcess[str]:
     return cli("batch", str(questions), "--out", str(results), "--base-url", server.url, *more)
 
 
@@ -58,7 +59,8 @@ def test_a_file_with_no_good_line_is_one_error_line(tmp_path: Path) -> None:
     run = cli("batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--base-url", "x")
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and "no question to run" in lines[0] and "q.jsonl:1: not UTF-8" in lines[0]
+    assert len(lines) == 1 and "no question to run" in lines[0]
+    assert "q.jsonl:1: not UTF-8" in lines[0]
     assert "codec" not in run.stderr
 
 
@@ -125,15 +127,7 @@ def test_two_batches_on_one_results_file_run_each_question_once(
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"question": "only one", "id": "a"}\n')
     results = tmp_path / "r.jsonl"
-    first = subprocess.Popen(
-        [sys.executable, "-m", "reactgraph.cli", "batch", str(questions), "--out", str(results)]
-        + ["--base-url", openai_server.url],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment(),
-        cwd=REPO,
-    )
+    first = popen("batch", str(questions), "--out", str(results), "--base-url", openai_server.url)
     deadline = time.time() + 60
     while not openai_server.requests and time.time() < deadline:
         time.sleep(0.05)
