@@ -184,6 +184,8 @@ def configure_logging(verbose: bool) -> None:
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.addFilter(OneTokenWarning())
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+    # psycopg warns while closing a connection the server dropped; the error line says it all.
+    logging.getLogger("psycopg").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
 def progress() -> Progress:
