@@ -4,6 +4,7 @@ read-only, so they never create it (or its folder) and never need to write to it
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from reactgraph import build_graph
@@ -55,6 +56,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
     if args.png is None:
         out.console.print(drawing.draw_mermaid(), markup=False)
         return 0
+    folder = Path(args.png).parent
+    if not folder.is_dir():
+        # Checked first: graphviz would print its own warnings before failing.
+        raise UsageError(f"cannot write {args.png}: no folder {folder}")
     try:
         drawing.draw_png(args.png)
     except ImportError:

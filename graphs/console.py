@@ -127,6 +127,8 @@ def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
 
 def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
     """``reactgraph threads``: one row per run in the database."""
+    # What the other columns leave of the terminal, so the question is cut by us, at a word.
+    width = max(20, min(70, console.width - 50))
     table = Table("thread", "variant", "status", "turns", box=None)
     table.add_column("question", no_wrap=True, overflow="ellipsis")
     for record, status, turns in rows:
@@ -136,7 +138,7 @@ def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
             record.variant,
             f"[{style}]{status}[/{style}]",
             str(turns),
-            escape(clip(record.question, 70)),
+            escape(clip(record.question, width)),
         )
     console.print(table if rows else "[dim]no threads in this database[/dim]")
 

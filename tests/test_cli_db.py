@@ -145,8 +145,9 @@ def test_a_postgres_fault_during_a_run_keeps_the_resume_hint(
     thread = f"pg-fault-{name}"
     gate = threading.Event()
     openai_server.responder = lambda body: gate.wait(60) and seed_responder(body)
-    run = popen("ask", "How many years?", "--base-url", openai_server.url, "--db", db,
-                "--thread", thread)  # fmt: skip
+    run = popen(
+        "ask", "How many years?", "--base-url", openai_server.url, "--db", db, "--thread", thread
+    )
     try:
         deadline = time.time() + 60
         while not openai_server.requests and time.time() < deadline:

@@ -84,8 +84,13 @@ def test_the_lock_is_taken_before_the_thread_is_checked(
     fifo = corpus / "page.md"
     os.mkfifo(fifo)
     db = tmp_path / "runs.sqlite"
-    first = popen("ask", "the first question", *ask(openai_server, db, "--thread", "t1"),
-                  "--corpus", str(corpus))  # fmt: skip
+    first = popen(
+        "ask",
+        "the first question",
+        *ask(openai_server, db, "--thread", "t1"),
+        "--corpus",
+        str(corpus),
+    )
     writer = wait_for_reader(fifo)
     try:
         second = cli("ask", "the second question", *ask(openai_server, db, "--thread", "t1"))
@@ -103,8 +108,9 @@ def test_resume_goes_on_at_another_endpoint_and_remembers_it(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     openai_server.responder = lambda body: Fault(503, "down for maintenance.")
-    result = cli("ask", "How many years?", *ask(openai_server, "runs.sqlite", "--thread", "t3"),
-                 cwd=tmp_path)  # fmt: skip
+    result = cli(
+        "ask", "How many years?", *ask(openai_server, "runs.sqlite", "--thread", "t3"), cwd=tmp_path
+    )
     assert result.returncode == 1, result.stderr
     error = result.stderr.strip().splitlines()[-1]
     assert f"the model at {openai_server.url} failed after 4 attempts" in error
@@ -114,8 +120,18 @@ def test_resume_goes_on_at_another_endpoint_and_remembers_it(
     other = FakeOpenAIServer()
     try:
         other.responder = seed_responder
-        resume = cli("resume", "t3", "--db", str(db), "--model", "other-model",
-                     "--base-url", other.url, "--timeout", "30")  # fmt: skip
+        resume = cli(
+            "resume",
+            "t3",
+            "--db",
+            str(db),
+            "--model",
+            "other-model",
+            "--base-url",
+            other.url,
+            "--timeout",
+            "30",
+        )
         assert resume.returncode == 0, resume.stderr
         assert "Answer: 48" in resume.stdout
         assert other.requests and {r["model"] for r in other.requests} == {"other-model"}
