@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from reactgraph import REGISTRY, VARIANTS
-from reactgraph.console import clip
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.test_cli import REPO, cli, one_line_error
 
@@ -184,6 +183,8 @@ def test_the_threads_listing_cuts_a_long_question_at_a_word(
 
 
 def test_clip() -> None:
+    from reactgraph.console import clip
+
     assert clip("short", 10) == "short"
     assert clip("one two three four", 12) == "one two…"
     assert clip("a\nmulti-line\ttext here", 40) == "a multi-line text here"
