@@ -11,7 +11,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test bench drawings format
+.PHONY: demo test bench drawings format notebooks
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -33,6 +33,10 @@ bench: $(STAMP)
 drawings: $(STAMP)
 	for variant in $$($(PYTHON) -c "from reactgraph import VARIANTS; print(*VARIANTS)"); do \
 		$(VENV)/bin/reactgraph graph $$variant --png notebooks/drawings/$$variant.png; done
+
+# Opens JupyterLab on the notebooks (jupyterlab comes with the dev extra).
+notebooks: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
 
 format: $(STAMP)
 	$(PYTHON) -m ruff format .

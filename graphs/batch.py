@@ -50,6 +50,20 @@ def _result(
     )
 
 
+async def run_one(
+    graph: CompiledStateGraph, index: int, question: str, thread_id: str
+) -> BatchResult:
+    """One question on its own thread; a run that raises gives a result with ``error`` set."""
+    started = time.perf_counter()
+    try:
+        out = await graph.ainvoke(
+            {"question": question}, {"configurable": {"thread_id": thread_id}}
+        )
+    except Exception as error:
+        return _result(index, question, thread_id, None, time.perf_counter() - started, error)
+    return _result(index, question, thread_id, out, time.perf_counter() - started, None)
+
+
 async def run_many(
     graph: CompiledStateGraph,
     questions: Iterable[str],
@@ -60,26 +74,13 @@ async def run_many(
     """Run every question with at most ``concurrency`` runs in flight; yield each result as its
     run ends. A run that raises yields a result with ``error`` set; the others go on. Each run
     gets its own thread id, ``<prefix>-<index>`` (the prefix is fresh unless given)."""
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int):
-        raise TypeError("concurrency must be an int")
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    check_concurrency(concurrency)
     prefix = thread_prefix or uuid.uuid4().hex[:12]
     slots = asyncio.Semaphore(concurrency)
 
     async def one(index: int, question: str) -> BatchResult:
-        thread_id = f"{prefix}-{index}"
         async with slots:
-            started = time.perf_counter()
-            try:
-                out = await graph.ainvoke(
-                    {"question": question}, {"configurable": {"thread_id": thread_id}}
-                )
-            except Exception as error:
-                return _result(
-                    index, question, thread_id, None, time.perf_counter() - started, error
-                )
-            return _result(index, question, thread_id, out, time.perf_counter() - started, None)
+            return await run_one(graph, index, question, f"{prefix}-{index}")
 
     tasks = [asyncio.create_task(one(i, q)) for i, q in enumerate(questions)]
     try:
@@ -88,6 +89,14 @@ async def run_many(
     finally:
         for task in tasks:
             task.cancel()
+
+
+def check_concurrency(concurrency: Any) -> None:
+    """TypeError/ValueError unless ``concurrency`` is a whole number >= 1."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int):
+        raise TypeError("concurrency must be an int")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
 
 
 def run_batch(

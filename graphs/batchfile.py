@@ -1,92 +1,206 @@
 """``reactgraph batch``: questions from a JSONL file, results appended to another as each run
-ends, so an interrupted batch re-run skips what is done and loses nothing already written."""
+ends, so an interrupted batch re-run skips what is done and loses nothing already written.
+
+Each question is held by a lock on ``<results>.locks/`` while it runs and its result is
+written, and the results file is read again under that lock: two batches writing the same
+results file never run one question twice."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from reactgraph import console as out
-from reactgraph.batch import run_many
+from reactgraph.batch import run_one
+from reactgraph.jsonl import (
+    MAX_LINE_BYTES,
+    BadLine,
+    Skip,
+    id_text,
+    line_id,
+    read_jsonl_lines,
+    read_jsonl_stream,
+)
+from reactgraph.nodes.storable import unstorable
+from reactgraph.persistence import ThreadBusy, thread_lock
+
+Outcome = Literal["done", "ran", "failed", "busy"]
 
 
-def read_questions(path: str) -> list[tuple[str, str]]:
-    """``(key, question)`` per good line; each bad line is reported with its number."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise ValueError(f"cannot read {path}: {error.strerror or error}") from None
-    questions, seen = [], set()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+@dataclass(frozen=True)
+class Question:
+    """A good line: ``id`` as given (any JSON string or number, or ``line-N`` for a line without
+    one) and ``key``, its unambiguous text (``reactgraph.jsonl.id_text``), unique in the file."""
+
+    number: int
+    key: str
+    id: Any
+    text: str
+
+
+def _question(value: Any, number: int) -> Question:
+    if isinstance(value, BadLine):
+        raise Skip(value.reason)
+    entry = {"question": value} if isinstance(value, str) else value
+    text = entry.get("question") if isinstance(entry, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        raise Skip('needs a non-empty "question" string')
+    problem = unstorable(text)
+    if problem is not None:
+        raise Skip(f"the question cannot be stored: it holds a {problem}")
+    given = entry.get("id", f"line-{number}")
+    return Question(number, line_id(entry, number), given, text)
+
+
+def read_questions(
+    path: str, max_line_bytes: int = MAX_LINE_BYTES
+) -> tuple[list[Question], list[str]]:
+    """The good questions and, for each bad line, ``path:N: why; skipped``. A line is a JSON
+    object ``{"question": ..., "id"?: ...}`` or a JSON string. ValueError if unreadable."""
+    questions: list[Question] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for number, value in read_jsonl_lines(path, max_line_bytes):
         try:
-            item = json.loads(line)
-        except ValueError as error:
-            out.fail(f"{path}:{number}: not JSON ({error.msg}); skipped")
+            question = _question(value, number)
+            if question.key in seen:
+                raise Skip(f"duplicate id {question.key}")
+        except Skip as skip:
+            problems.append(f"{path}:{number}: {skip}; skipped")
             continue
-        if isinstance(item, str):
-            item = {"question": item}
-        question = item.get("question") if isinstance(item, dict) else None
-        if not isinstance(question, str) or not question.strip():
-            out.fail(f'{path}:{number}: needs a non-empty "question" string; skipped')
-            continue
-        key = str(item.get("id", f"line-{number}"))
-        if key in seen:
-            out.fail(f"{path}:{number}: duplicate id {key!r}; skipped")
-            continue
-        seen.add(key)
-        questions.append((key, question))
-    return questions
+        seen.add(question.key)
+        questions.append(question)
+    return questions, problems
 
 
-def done_keys(path: str) -> set[str]:
-    """Keys of the questions a previous run of the batch finished (errors are tried again)."""
-    if not os.path.exists(path):
-        return set()
-    done = set()
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue  # a line torn by a crash: its question runs again
-        if isinstance(item, dict) and item.get("status") and not item.get("error"):
-            done.add(str(item.get("id")))
-    return done
+def _key(result: dict[str, Any]) -> str | None:
+    key, given = result.get("key"), result.get("id")
+    if isinstance(key, str):
+        return key
+    # Result lines written before "key" existed: their id as text.
+    return id_text(given) if isinstance(given, str | int | float) else None
+
+
+class Results:
+    """The results file: which questions it holds a finished result for, read again from where
+    it was last read, and appends of one whole line each."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self._offset = 0
+        self.done: set[str] = set()
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def refresh(self, report: bool = False) -> None:
+        """Take in the lines written since the last look; ``report`` the unusable ones."""
+        position = self._offset
+        with open(self.path, "rb") as stream:
+            stream.seek(self._offset)
+            for number, value in read_jsonl_stream(stream):
+                if isinstance(value, BadLine) and value.torn:
+                    if report:
+                        out.warn(
+                            f"{self.path}:{number}: a result line cut short (a killed batch); "
+                            "its question runs again"
+                        )
+                    break  # it may be a line being written: look at it again next time
+                if isinstance(value, BadLine) or not isinstance(value, dict):
+                    if report:
+                        out.warn(f"{self.path}:{number}: not a result line; ignored")
+                elif value.get("status") and not value.get("error"):
+                    key = _key(value)
+                    if key is not None:
+                        self.done.add(key)
+                position = stream.tell()
+        self._offset = position
+
+    def append(self, line: dict[str, Any]) -> None:
+        """One line in one write, durable, started on a fresh line after a torn one."""
+        data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        os.write(self._fd, data)
+        os.fsync(self._fd)
 
 
 def run_file(graph: Any, questions_path: str, out_path: str, concurrency: int) -> int:
-    """Run the file's questions not done yet; 0 when every question has a result."""
+    """Run the file's questions not done yet: 0 when each has a result, 1 when a run failed,
+    2 for an unusable file or a question another process is running."""
     try:
-        questions = read_questions(questions_path)
+        questions, problems = read_questions(questions_path)
     except ValueError as error:
         out.fail(str(error))
         return 2
-    finished = done_keys(out_path)
-    todo = [(key, question) for key, question in questions if key not in finished]
-    if len(todo) < len(questions):
-        out.console.print(
-            f"[dim]{len(questions) - len(todo)} question(s) already done in "
-            f"{out_path}; skipped[/dim]"
-        )
-    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-    failures = asyncio.run(_run(graph, todo, out_path, concurrency))
-    return 1 if failures else 0
+    if not questions:
+        more = f" (and {len(problems) - 1} more bad lines)" if len(problems) > 1 else ""
+        why = f": {problems[0]}{more}" if problems else " (it has no lines)"
+        out.fail(f"no question to run in {questions_path}{why}")
+        return 2
+    for problem in problems:
+        out.warn(problem)
+    try:
+        results = Results(out_path)
+    except OSError as error:
+        out.fail(f"cannot write the results to {out_path}: {error.strerror or error}")
+        return 2
+    try:
+        results.refresh(report=True)
+        todo = [q for q in questions if q.key not in results.done]
+        if len(todo) < len(questions):
+            out.console.print(
+                f"[dim]{len(questions) - len(todo)} question(s) already done in "
+                f"{out_path}; skipped[/dim]"
+            )
+        outcomes = asyncio.run(_run(graph, todo, results, questions_path, concurrency))
+    finally:
+        results.close()
+    if "busy" in outcomes:
+        return 2
+    return 1 if "failed" in outcomes else 0
 
 
-async def _run(graph: Any, todo: list[tuple[str, str]], out_path: str, concurrency: int) -> int:
-    failures = 0
-    with out.progress() as bar, open(out_path, "a", encoding="utf-8") as results:
+async def _run(
+    graph: Any, todo: list[Question], results: Results, source: str, concurrency: int
+) -> list[Outcome]:
+    slots = asyncio.Semaphore(concurrency)
+    prefix = uuid.uuid4().hex[:12]
+
+    async def one(index: int, question: Question) -> Outcome:
+        async with slots:
+            try:
+                with thread_lock(results.path, question.key):
+                    # Another batch on this results file may have finished it meanwhile.
+                    results.refresh()
+                    if question.key in results.done:
+                        return "done"
+                    result = await run_one(graph, index, question.text, f"{prefix}-{index}")
+                    extra = {k: v for k, v in result.items() if k != "index"}
+                    results.append({"id": question.id, "key": question.key, **extra})
+                    if result["error"] is not None:
+                        return "failed"
+                    results.done.add(question.key)
+                    return "ran"
+            except ThreadBusy as busy:
+                out.fail(f"{source}:{question.number}: {busy}; skipped")
+                return "busy"
+            except OSError as error:
+                out.fail(f"cannot lock {results.path}.locks/: {error.strerror or error}")
+                return "busy"
+
+    outcomes: list[Outcome] = []
+    with out.progress() as bar:
         task = bar.add_task("questions", total=len(todo))
-        async for result in run_many(graph, [q for _, q in todo], concurrency=concurrency):
-            key = todo[result["index"]][0]
-            line = {"id": key, **{k: v for k, v in result.items() if k != "index"}}
-            results.write(json.dumps(line, ensure_ascii=False) + "\n")
-            results.flush()
-            os.fsync(results.fileno())
-            failures += result["error"] is not None
+        for finished in asyncio.as_completed([one(i, q) for i, q in enumerate(todo)]):
+            outcomes.append(await finished)
             bar.advance(task)
-    return failures
+    return outcomes

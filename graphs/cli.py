@@ -3,36 +3,50 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, NoReturn
 
-from reactgraph import VARIANTS
+from reactgraph import REGISTRY, VARIANTS
 from reactgraph import console as out
-from reactgraph.commands import (
-    UsageError,
-    cmd_ask,
-    cmd_batch,
-    cmd_demo,
-    cmd_graph,
-    cmd_resume,
-    cmd_show,
-    cmd_threads,
-)
+from reactgraph.commands import UsageError
+from reactgraph.commands_read import cmd_graph, cmd_show, cmd_threads
+from reactgraph.commands_run import cmd_ask, cmd_batch, cmd_demo, cmd_resume
 from reactgraph.models import DEFAULT_TIMEOUT_S
 from reactgraph.persistence import DEFAULT_DB, DatabaseError, ThreadBusy
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
+class Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each option's default, except for options that have none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False) or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors."""
+    """argparse with one-line errors and defaults in --help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", Defaults)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         out.fail(message)
         sys.exit(2)
+
+
+def package_version() -> str:
+    """The installed version (``pip install -e`` counts)."""
+    try:
+        return version("reactgraph")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def positive_int(text: str) -> int:
@@ -60,17 +74,31 @@ def positive_float(text: str) -> float:
 def make_parser() -> Parser:
     """The argument parser, one sub-command each."""
     parser = Parser(prog="reactgraph", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"reactgraph {package_version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each step (INFO)")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     db = Parser(add_help=False)
     db.add_argument("--db", default=DEFAULT_DB, help="SQLite file or postgresql:// URL")
     run = Parser(add_help=False)
-    run.add_argument("--variant", choices=VARIANTS, default="transcript")
-    run.add_argument("--model", default=os.environ.get("REACTGRAPH_MODEL") or DEFAULT_MODEL)
+    run.add_argument("--variant", choices=VARIANTS, default="transcript", help="the loop to run")
+    run.add_argument(
+        "--model",
+        default=os.environ.get("REACTGRAPH_MODEL") or DEFAULT_MODEL,
+        help="model name (REACTGRAPH_MODEL sets the default)",
+    )
     run.add_argument("--base-url", help="an OpenAI-compatible server (else OPENAI_BASE_URL)")
     run.add_argument("--corpus", help="folder of .md/.txt pages for search (default: bundled)")
-    run.add_argument("--max-turns", type=positive_int)
-    run.add_argument("--tool-timeout", type=positive_float, default=10.0)
+    run.add_argument("--max-turns", type=positive_int, help="turn cap (default: the variant's)")
+    run.add_argument(
+        "--tool-timeout", type=positive_float, default=10.0, help="seconds a tool call may take"
+    )
+    takers = [name for name, spec in REGISTRY.items() if spec.setting("context_window")]
+    run.add_argument(
+        "--context-window",
+        type=positive_int,
+        help=f"the model's context window in tokens (only {', '.join(takers)}; "
+        "default: looked up from the model's name)",
+    )
     timeout = Parser(add_help=False)
     timeout.add_argument(
         "--timeout",
@@ -79,26 +107,30 @@ def make_parser() -> Parser:
         help="model request timeout in seconds",
     )
     ask = commands.add_parser("ask", parents=[run, db, timeout], help="answer a question")
-    ask.add_argument("question")
+    ask.add_argument("question", help="the question")
     ask.add_argument("--thread", help="thread id (default: a new one)")
-    ask.add_argument("--notes-dir", default="runs/notes", help="notes variant: notes folder")
-    ask.add_argument("--notes-in-db", action="store_true", help="notes variant: keep notes in --db")
+    ask.add_argument("--notes-dir", default="runs/notes", help="notes variants: notes folder")
+    ask.add_argument(
+        "--notes-in-db", action="store_true", help="notes variants: keep notes in --db"
+    )
     ask.set_defaults(handler=cmd_ask)
     resume = commands.add_parser("resume", parents=[db, timeout], help="continue a stopped run")
-    resume.add_argument("thread")
+    resume.add_argument("thread", help="the thread to continue")
+    resume.add_argument("--model", help="go on with this model (default: the run's own)")
+    resume.add_argument("--base-url", help="at this server (default: the run's own)")
     resume.set_defaults(handler=cmd_resume)
     show = commands.add_parser("show", parents=[db], help="print a run")
-    show.add_argument("thread")
+    show.add_argument("thread", help="the thread to print")
     show.set_defaults(handler=cmd_show)
     threads = commands.add_parser("threads", parents=[db], help="list the runs in the database")
     threads.set_defaults(handler=cmd_threads)
     batch = commands.add_parser("batch", parents=[run, timeout], help="answer a JSONL of questions")
-    batch.add_argument("questions", help='JSONL file: {"question": "...", "id": "..."} per line')
+    batch.add_argument("questions", help='JSONL file: {"question": "...", "id": ...} per line')
     batch.add_argument("--out", required=True, help="JSONL results, appended as runs finish")
-    batch.add_argument("--concurrency", type=positive_int, default=8)
+    batch.add_argument("--concurrency", type=positive_int, default=8, help="runs at once")
     batch.set_defaults(handler=cmd_batch)
     graph = commands.add_parser("graph", help="draw a variant (Mermaid text, or --png FILE)")
-    graph.add_argument("variant", choices=VARIANTS)
+    graph.add_argument("variant", choices=VARIANTS, help="the variant to draw")
     graph.add_argument("--png", help="write a PNG here instead (offline, via pygraphviz)")
     graph.set_defaults(handler=cmd_graph)
     demo = commands.add_parser("demo", help="offline demo with a scripted model")
@@ -109,10 +141,7 @@ def make_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     args = make_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    out.configure_logging(args.verbose)
     try:
         return args.handler(args)
     except (UsageError, DatabaseError, ThreadBusy) as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -10,6 +11,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from reactgraph.nodes import tokens
+from reactgraph.nodes.notes import UPDATE_NOTES
+from reactgraph.nodes.prompts import NOTES_ELIDED
 from reactgraph.persistence import RunRecord
 
 console = Console(highlight=False, soft_wrap=True)
@@ -27,13 +31,45 @@ STATUS_STYLE = {
 
 def fail(message: str) -> None:
     """A one-line error on stderr."""
-    errors.print(f"[red]reactgraph: error:[/red] {escape(message)}")
+    errors.print(f"[red]reactgraph: error:[/red] {escape(one_line(message))}")
+
+
+def warn(message: str) -> None:
+    """A one-line warning on stderr: something was skipped, the command goes on."""
+    errors.print(f"[yellow]reactgraph: warning:[/yellow] {escape(one_line(message))}")
+
+
+def one_line(text: str) -> str:
+    """Text with its line breaks (a server's multi-line error, say) folded into spaces."""
+    return " ".join(text.split())
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` on one line in at most ``width`` characters, cut at a word boundary with an
+    ellipsis (mid-word only when its first word alone is too long)."""
+    text = one_line(text)
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    head = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return head.rstrip(" ,.;:") + "…"
+
+
+def shown_text(turn: dict[str, Any]) -> str:
+    """What a turn said, for a person: an ``update_notes`` the model's view elides shows the
+    notes' first line and their length instead of the placeholder."""
+    text = turn["text"]
+    if turn.get("action") != UPDATE_NOTES or NOTES_ELIDED not in text:
+        return text
+    notes = turn.get("action_input") or ""
+    first = clip(notes.strip().splitlines()[0] if notes.strip() else "", 60)
+    return text.replace(NOTES_ELIDED, f"{first} … ({len(notes)} characters)")
 
 
 def print_turn(turn: dict[str, Any]) -> None:
     """A turn as a person reads it: the model's text, the Observation, the figures."""
     console.rule(f"turn {turn['turn']} ({turn['kind']})", style="dim")
-    console.print(escape(turn["text"]))
+    console.print(escape(shown_text(turn)))
     if turn["observation"] is not None:
         console.print(f"[cyan]Observation:[/cyan] {escape(turn['observation'])}")
     latency = turn["tool_latency_s"]
@@ -91,7 +127,10 @@ def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
 
 def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
     """``reactgraph threads``: one row per run in the database."""
-    table = Table("thread", "variant", "status", "turns", "question", box=None)
+    # What the other columns leave of the terminal, so the question is cut by us, at a word.
+    width = max(20, min(70, console.width - 50))
+    table = Table("thread", "variant", "status", "turns", box=None)
+    table.add_column("question", no_wrap=True, overflow="ellipsis")
     for record, status, turns in rows:
         style = STATUS_STYLE.get(status, "white")
         table.add_row(
@@ -99,9 +138,56 @@ def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
             record.variant,
             f"[{style}]{status}[/{style}]",
             str(turns),
-            escape(record.question[:70]),
+            escape(clip(record.question, width)),
         )
     console.print(table if rows else "[dim]no threads in this database[/dim]")
+
+
+class OneTokenWarning(logging.Filter):
+    """tiktoken failing to load an encoding, said once in one line. ``nodes.tokens`` logs up to
+    four warnings per encoding it tries, the first carrying the whole download exception (a long
+    urllib3 text when offline); a person needs what failed and what happens instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name != tokens.logger.name or record.levelno < logging.WARNING:
+            return True
+        if self.said:
+            return False
+        self.said = True
+        args = record.args if isinstance(record.args, tuple) else ()
+        name = args[0] if args else "?"
+        cause = args[1] if len(args) > 1 else None
+        if isinstance(cause, BaseException):
+            kind = type(cause).__name__
+            offline = isinstance(cause, OSError) or "Connection" in kind or "Timeout" in kind
+            why = f"cannot download it ({kind}{': offline?' if offline else ''})"
+        else:
+            why = "its download timed out" if "timed out" in record.msg else "it is unavailable"
+        after = (
+            "a chars/4 estimate"
+            if name == tokens.FALLBACK_ENCODING
+            else (f"{tokens.FALLBACK_ENCODING}, else a chars/4 estimate")
+        )
+        record.msg = (
+            f"token counts: tiktoken encoding {name} not loaded, {why}; using {after} "
+            "(set TIKTOKEN_CACHE_DIR to a folder holding the encodings for exact counts)"
+        )
+        record.args = ()
+        return True
+
+
+def configure_logging(verbose: bool) -> None:
+    """Warnings (every step with ``verbose``) on stderr, one line each."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(OneTokenWarning())
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+    # psycopg warns while closing a connection the server dropped; the error line says it all.
+    logging.getLogger("psycopg").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
 def progress() -> Progress:

@@ -4,16 +4,20 @@ of every thread, the notes when they live in the store, and the record of each r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
+
+from reactgraph.dbfaults import explain
 
 # The thread lock's old home: these names stay importable from here.
 from reactgraph.locking import ThreadBusy as ThreadBusy
@@ -32,14 +36,24 @@ class DatabaseError(RuntimeError):
     """The database cannot be opened or read; the message says which and why."""
 
 
-def _sqlite(path: str, autocommit: bool = False) -> sqlite3.Connection:
+class NoDatabase(DatabaseError):
+    """A command that only reads was pointed at a database that does not exist (or is empty)."""
+
+
+def _sqlite(path: str, autocommit: bool = False, read_only: bool = False) -> sqlite3.Connection:
     file = Path(path)
     if file.exists() and not file.is_file():
-        raise DatabaseError(f"{path} is not a file")
+        raise DatabaseError(f"{path} is not a file; pass a SQLite file (or a postgresql:// URL)")
+    # The store opens its own transactions, so its connection must not (autocommit).
+    isolation = None if autocommit else ""
     try:
+        if read_only:
+            # mode=ro: reading never creates the file, its folder, or a journal it could leave.
+            uri = f"file:{quote(str(file.resolve()))}?mode=ro"
+            return sqlite3.connect(
+                uri, uri=True, check_same_thread=False, timeout=30, isolation_level=isolation
+            )
         file.parent.mkdir(parents=True, exist_ok=True)
-        # The store opens its own transactions, so its connection must not (autocommit).
-        isolation = None if autocommit else ""
         connection = sqlite3.connect(
             file, check_same_thread=False, timeout=30, isolation_level=isolation
         )
@@ -47,13 +61,20 @@ def _sqlite(path: str, autocommit: bool = False) -> sqlite3.Connection:
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
     except (sqlite3.Error, OSError) as error:
-        raise DatabaseError(f"cannot open the database {path}: {error}") from error
+        raise DatabaseError(explain(path, error)) from error
     return connection
 
 
 @contextlib.contextmanager
-def open_db(db: str = DEFAULT_DB) -> Iterator[tuple[BaseCheckpointSaver, BaseStore]]:
-    """The checkpointer and the store of ``db``: a SQLite path or a postgresql:// URL."""
+def open_db(
+    db: str = DEFAULT_DB, *, read_only: bool = False
+) -> Iterator[tuple[BaseCheckpointSaver, BaseStore]]:
+    """The checkpointer and the store of ``db``: a SQLite path or a postgresql:// URL.
+
+    ``read_only`` (for commands that only read): a SQLite file is opened read-only and never
+    created; a missing one raises ``NoDatabase``. Database faults, here or in the body (a
+    damaged page read mid-run, a dropped server), raise ``DatabaseError`` with a one-line
+    message naming the database and what to do."""
     if is_postgres(db):
         from langgraph.checkpoint.postgres import PostgresSaver
         from langgraph.store.postgres import PostgresStore
@@ -68,21 +89,33 @@ def open_db(db: str = DEFAULT_DB) -> Iterator[tuple[BaseCheckpointSaver, BaseSto
                 yield saver, store
         except Exception as error:
             if type(error).__module__.startswith("psycopg"):
-                raise DatabaseError(f"cannot use the database {db}: {error}") from error
+                raise DatabaseError(explain(db, error)) from error
             raise
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
 
-    checkpoints, rows = _sqlite(db), _sqlite(db, autocommit=True)
+    if read_only and not Path(db).exists():
+        raise NoDatabase(f"no database at {db}")
+    checkpoints = _sqlite(db, read_only=read_only)
+    try:
+        rows = _sqlite(db, autocommit=True, read_only=read_only)
+    except DatabaseError:
+        checkpoints.close()
+        raise
     try:
         saver, store = SqliteSaver(checkpoints), SqliteStore(rows)
         try:
             saver.setup()
             store.setup()
-        except sqlite3.DatabaseError as error:
-            raise DatabaseError(f"cannot use the database {db}: {error}") from error
+        except sqlite3.OperationalError as error:
+            if read_only and "readonly" in str(error):
+                # Setting up would create the tables: the file holds no runs (yet).
+                raise NoDatabase(f"no reactgraph runs in {db} (it has no tables yet)") from None
+            raise
         yield saver, store
+    except sqlite3.Error as error:
+        raise DatabaseError(explain(db, error)) from error
     finally:
         checkpoints.close()
         rows.close()
@@ -133,7 +166,17 @@ class RunRecord:
     def load(cls, store: BaseStore, thread_id: str) -> RunRecord | None:
         """The record of a thread, or None for a thread this database does not know."""
         item = store.get(RUNS, thread_id)
-        return None if item is None else cls(**item.value)
+        return None if item is None else cls.from_value(item.value)
+
+    @classmethod
+    def from_value(cls, value: dict[str, Any]) -> RunRecord:
+        """A stored record; fields a newer version added are ignored, so old code can read it."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in value.items() if k in known})
+
+    def moved_to(self, model: str, base_url: str | None) -> RunRecord:
+        """This record with the model (and server) a resumed run goes on with."""
+        return dataclasses.replace(self, model=model, base_url=base_url)
 
     def save(self, store: BaseStore) -> None:
         """Write (or replace) this record."""
@@ -143,7 +186,7 @@ class RunRecord:
     def all(store: BaseStore) -> list[RunRecord]:
         """Every recorded run, newest first."""
         items = store.search(RUNS, limit=100_000)
-        return sorted((RunRecord(**item.value) for item in items), key=lambda r: -r.created)
+        return sorted((RunRecord.from_value(i.value) for i in items), key=lambda r: -r.created)
 
 
 def new_record(

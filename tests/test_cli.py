@@ -15,20 +15,39 @@ import pytest
 from reactgraph.cli import main
 from tests.fakes import FakeOpenAIServer, seed_responder
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def environment(env: dict | None = None) -> dict[str, str]:
+    """This process's environment without the OpenAI variables, plus ``env``."""
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    variables.update(env or {})
+    return variables
+
 
 def cli(
     *args: str, env: dict | None = None, cwd: Path | None = None, **kwargs: object
 ) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    environment.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "reactgraph.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env=environment,
-        cwd=cwd or Path(__file__).resolve().parents[1],
+        env=environment(env),
+        cwd=cwd or REPO,
         **kwargs,
+    )
+
+
+def popen(*args: str, env: dict | None = None) -> subprocess.Popen[str]:
+    """The command line started in the background (for a test that interrupts or races it)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "reactgraph.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment(env),
+        cwd=REPO,
     )
 
 
@@ -166,8 +185,8 @@ def test_batch_writes_each_result_and_a_rerun_skips_what_is_done(
             ["ask", "q", "--corpus", "/no/such/folder", "--base-url", "http://127.0.0.1:9/v1"],
             "corpus folder not found",
         ),
-        (["show", "ghost"], "unknown thread 'ghost'"),
-        (["resume", "ghost"], "unknown thread 'ghost'"),
+        (["show", "ghost"], "no database at"),
+        (["resume", "ghost"], "no database at"),
         (["fly"], "invalid choice: 'fly'"),
     ],
 )

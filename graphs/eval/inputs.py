@@ -5,19 +5,24 @@ skipped; only a file that cannot be read at all raises."""
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 from reactgraph.eval.score import normalize_answer
+from reactgraph.jsonl import (
+    MAX_LINE_BYTES,
+    BadLine,
+    json_error,
+    line_id,
+    read_jsonl_lines,
+    reading,
+)
+from reactgraph.jsonl import Skip as _Skip
+from reactgraph.jsonl import id_text as id_text  # part of this module's interface
 
 BUNDLED_QUESTIONS = Path(__file__).with_name("bundled.jsonl")
-MAX_LINE_BYTES = 1_000_000
-_DRAIN_BYTES = 1 << 16
-_GENERATED_ID = re.compile(r"line-[0-9]+")
 Format = Literal["jsonl", "hotpotqa"]
 
 
@@ -42,33 +47,6 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.unit} {self.number}: {self.reason}"
-
-
-def id_text(value: str | int | float) -> str:
-    """An id as text, kept as given yet never ambiguous. Numbers become their JSON text; a string
-    stays as it is unless it could be mistaken for another kind of id (it parses as JSON, or it
-    looks like a generated ``line-N``): then it is quoted as JSON. So 5 -> ``5``, "5" -> ``"5"``,
-    "b01" -> ``b01``, "line-8" -> ``"line-8"``; ``line-N`` ids of id-less lines never collide."""
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False) if _ambiguous(value) else value
-    return json.dumps(value)
-
-
-def _ambiguous(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return _GENERATED_ID.fullmatch(text) is not None
-    return True
-
-
-def _json_error(error: Exception) -> str:
-    deep = isinstance(error, RecursionError)
-    return "nested too deeply" if deep else getattr(error, "msg", str(error))
-
-
-class _Skip(Exception):
-    """Why a line or entry is skipped."""
 
 
 def _golds(value: Any) -> tuple[str, ...]:
@@ -96,54 +74,7 @@ def _question(entry: Any) -> str:
 def _jsonl_item(value: Any, number: int) -> Item:
     question = _question(value)
     gold = _golds(value.get("answer"))
-    if "id" not in value:
-        return Item(f"line-{number}", question, gold)
-    given = value["id"]
-    if isinstance(given, bool) or not isinstance(given, str | int | float):
-        raise _Skip('"id" must be a string or a number')
-    if isinstance(given, str) and not given.strip():
-        raise _Skip('"id" must not be empty')
-    return Item(id_text(given), question, gold)
-
-
-@contextmanager
-def _reading(path: str | Path) -> Iterator[BinaryIO]:
-    """The file as bytes; failing to read it (missing, a folder, no permission) is a ValueError."""
-    try:
-        with open(path, "rb") as stream:
-            yield stream
-    except OSError as error:
-        raise ValueError(f"cannot read {path}: {error.strerror or error}") from None
-
-
-def _lines(stream: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]:
-    """Each line's number and bytes, or None for a line over ``limit`` bytes: that one is read
-    past in chunks, never held whole."""
-    number = 0
-    while chunk := stream.readline(limit + 1):
-        number += 1
-        if len(chunk) <= limit or chunk.endswith(b"\n"):
-            yield number, chunk
-            continue
-        while chunk and not chunk.endswith(b"\n"):
-            chunk = stream.readline(_DRAIN_BYTES)
-        yield number, None
-
-
-def _parse_line(raw: bytes | None, number: int, limit: int) -> Any:
-    """The line's JSON value."""
-    if raw is None:
-        raise _Skip(f"longer than {limit:,} bytes")
-    if number == 1:
-        raw = raw.removeprefix(b"\xef\xbb\xbf")  # the BOM some editors write
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise _Skip(f"not UTF-8 (invalid byte at column {error.start + 1})") from None
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as error:
-        raise _Skip(f"not JSON ({_json_error(error)})") from None
+    return Item(line_id(value, number), question, gold)
 
 
 def read_jsonl(
@@ -156,19 +87,18 @@ def read_jsonl(
     items: list[Item] = []
     problems: list[Problem] = []
     seen: set[str] = set()
-    with _reading(path) as stream:
-        for number, raw in _lines(stream, max_line_bytes):
-            if raw is not None and not raw.strip():
-                continue  # a blank line
-            try:
-                item = _jsonl_item(_parse_line(raw, number, max_line_bytes), number)
-                if item.id in seen:
-                    raise _Skip(f"duplicate id {item.id}")
-            except _Skip as skip:
-                problems.append(Problem(number, str(skip)))
-                continue
-            seen.add(item.id)
-            items.append(item)
+    for number, value in read_jsonl_lines(path, max_line_bytes):
+        try:
+            if isinstance(value, BadLine):
+                raise _Skip(value.reason)
+            item = _jsonl_item(value, number)
+            if item.id in seen:
+                raise _Skip(f"duplicate id {item.id}")
+        except _Skip as skip:
+            problems.append(Problem(number, str(skip)))
+            continue
+        seen.add(item.id)
+        items.append(item)
     return items, problems
 
 
@@ -206,14 +136,14 @@ def read_hotpotqa(path: str | Path) -> tuple[list[Item], list[Problem]]:
     """The good questions of a HotpotQA file (e.g. hotpot_dev_distractor_v1.json), each with its
     own pages, and the problems of the others by index. ``_id`` is kept as it is. The file is
     read whole with ``json.loads``: the 46 MB dev set takes a few hundred MB while it loads."""
-    with _reading(path) as stream:
+    with reading(path) as stream:
         raw = stream.read()
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8") from None
     except (ValueError, RecursionError) as error:
-        raise ValueError(f"{path}: not JSON ({_json_error(error)})") from None
+        raise ValueError(f"{path}: not JSON ({json_error(error)})") from None
     del raw  # free the bytes before the items are built
     if not isinstance(data, list):
         raise ValueError(f"{path}: not a HotpotQA file (expected a JSON list of questions)")

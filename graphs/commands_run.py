@@ -1,0 +1,151 @@
+"""The commands that run the graph: ``ask``, ``resume``, ``batch`` and the offline ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from reactgraph import build_graph
+from reactgraph import console as out
+from reactgraph.commands import (
+    DB_FAULTS,
+    UsageError,
+    build_for,
+    held,
+    load_record,
+    make_model,
+    resume_hint,
+    run_settings,
+)
+from reactgraph.nodes.providers import ModelCallError
+from reactgraph.persistence import (
+    DURABILITY,
+    DatabaseError,
+    RunRecord,
+    explain,
+    is_postgres,
+    new_record,
+    open_db,
+    thread_status,
+)
+from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
+from reactgraph.tools import calculator, search_tools
+
+
+def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[Any]:
+    """The run's stream of updates. The graph checks a new run's input when the stream is made,
+    before anything is stored: a question it refuses is the person's mistake."""
+    config = {"configurable": {"thread_id": thread}}
+    try:
+        return graph.stream(payload, config, stream_mode="updates", durability=DURABILITY)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str) -> int:
+    """Print each turn of a started run live; Ctrl-C, spent retries and a database fault leave
+    it resumable and say how."""
+    hint = resume_hint(record.thread_id, db)
+    try:
+        for turn in out.turns_in(updates):
+            out.print_turn(turn)
+    except KeyboardInterrupt:
+        out.errors.print(f"\nInterrupted. The run is saved; resume it with:\n  {hint}")
+        return 130
+    except ModelCallError as error:
+        out.fail(f"{str(error).rstrip('.')}. The run is saved; resume it with: {hint}")
+        return 1
+    except (*DB_FAULTS, DatabaseError) as error:
+        text = str(error) if isinstance(error, DatabaseError) else explain(db, error)
+        # A server that went away keeps every step it stored; a damaged file may not.
+        after = f". The run is saved up to its last step; resume it with: {hint}"
+        out.fail(text + (after if is_postgres(db) else ""))
+        return 2
+    values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
+    out.print_result(values)
+    return 0 if values.get("status") == "answered" else 1
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    if not args.question.strip():
+        raise UsageError('the question is empty: reactgraph ask "your question"')
+    if args.corpus is not None and not os.path.isdir(args.corpus):
+        raise UsageError(f"corpus folder not found: {args.corpus}")
+    settings = run_settings(args)
+    model = make_model(args.model, args.base_url, args.timeout)
+    thread = args.thread or uuid.uuid4().hex[:12]
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    record = new_record(
+        thread, args.question, args.variant, args.model, base_url, args.corpus, settings
+    )
+    with open_db(args.db) as (saver, store), held(args.db, thread):
+        # Checked under the lock: a second `ask` on this thread can no longer pass the check
+        # while the first is still starting, then overwrite its record.
+        if RunRecord.load(store, thread) is not None:
+            raise UsageError(
+                f"thread {thread} already exists in {args.db}; "
+                f"`reactgraph resume {thread}` or pick another --thread"
+            )
+        graph = build_for(record, model, saver, store)
+        updates = start(graph, {"question": args.question}, thread)
+        record.save(store)
+        out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
+        return stream_run(graph, updates, record, args.db)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    if not is_postgres(args.db) and not os.path.exists(args.db):
+        raise UsageError(f"no database at {args.db}")  # nothing to resume; create nothing
+    with open_db(args.db) as (saver, store), held(args.db, args.thread):
+        record = load_record(store, args.thread, args.db)
+        name, url = args.model or record.model, args.base_url or record.base_url
+        graph = build_for(record, make_model(name, url, args.timeout), saver, store)
+        config = {"configurable": {"thread_id": record.thread_id}}
+        status = thread_status(graph, record.thread_id)
+        if status == "finished":
+            out.console.print(f"Thread {record.thread_id} has already finished.")
+            out.print_result(graph.get_state(config).values)
+            return 0
+        if (name, url) != (record.model, record.base_url):
+            record = record.moved_to(name, url)
+            record.save(store)
+        # A run killed before its first checkpoint has nothing to resume: start it again.
+        payload = {"question": record.question} if status == "unknown" else None
+        updates = start(graph, payload, record.thread_id)
+        out.console.print(f"[dim]resuming thread {record.thread_id} ({name})[/dim]")
+        return stream_run(graph, updates, record, args.db)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The offline demo: a scripted model drives the real graph, search and calculator."""
+    out.console.print(
+        "[bold]reactgraph demo[/bold]: the model is [bold yellow]SCRIPTED[/bold "
+        "yellow] (no LLM is called); the graph, the local search over tools/corpus "
+        "and the calculator are real."
+    )
+    out.console.print(f"\nQuestion: {DEMO_QUESTION}")
+    model = ScriptedChatModel(replies=DEMO_REPLIES)
+    graph = build_graph("transcript", model=model, tools=[*search_tools(), calculator])
+    values: dict[str, Any] = {}
+    for mode, chunk in graph.stream({"question": DEMO_QUESTION}, stream_mode=["updates", "values"]):
+        if mode == "values":
+            values = chunk
+        else:
+            for turn in out.turns_in([chunk]):
+                out.print_turn(turn)
+    out.print_result(values)
+    return 0 if values.get("status") == "answered" else 1
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from reactgraph.batchfile import run_file
+
+    if args.corpus is not None and not os.path.isdir(args.corpus):
+        raise UsageError(f"corpus folder not found: {args.corpus}")
+    settings = run_settings(args)
+    model = make_model(args.model, args.base_url, args.timeout)
+    record = new_record("batch", "", args.variant, args.model, args.base_url, args.corpus, settings)
+    return run_file(build_for(record, model), args.questions, args.out, args.concurrency)

@@ -1,0 +1,141 @@
+"""``reactgraph batch`` as a person runs it: bad lines skipped with their numbers, ids kept as
+given, torn result lines run again, two batches on one results file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.test_cli import cli, popen
+
+
+def batch(
+    questions: Path, results: Path, server: FakeOpenAIServer, *more: str
+) -> subprocess.CompletedProcess[str]:
+    return cli("batch", str(questions), "--out", str(results), "--base-url", server.url, *more)
+
+
+def result_lines(results: Path) -> list[dict]:
+    return [json.loads(line) for line in results.read_text("utf-8").splitlines() if line.strip()]
+
+
+def test_every_kind_of_bad_line_is_a_numbered_warning_and_the_rest_runs(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    questions = tmp_path / "q.jsonl"
+    questions.write_bytes(
+        b'{"question": "first", "id": "a"}\n'  # 1
+        b'{"question":"caf\xe9"}\n'  # 2: Latin-1, not UTF-8
+        b"not json\n"  # 3
+        b'{"id": "c"}\n'  # 4: no question
+        b'{"question": "again", "id": "a"}\n'  # 5: duplicate id
+        b'{"question": "' + b"x" * 3_000_000 + b'"}\n'  # 6: several megabytes
+        b'"a plain string question"\n'  # 7
+        b'{"question": "bad id", "id": [1]}\n'  # 8
+    )
+    results = tmp_path / "r.jsonl"
+    run = batch(questions, results, openai_server)
+    assert run.returncode == 0, run.stderr
+    warnings = run.stderr.strip().splitlines()
+    assert all(line.startswith("reactgraph: warning: ") for line in warnings), warnings
+    assert "error" not in run.stderr.lower() and "Traceback" not in run.stderr
+    numbers = {line.split("q.jsonl:")[1].split(":")[0] for line in warnings}
+    assert numbers == {"2", "3", "4", "5", "6", "8"}
+    assert "q.jsonl:2: not UTF-8" in run.stderr and "q.jsonl:3: not JSON" in run.stderr
+    assert "q.jsonl:5: duplicate id a" in run.stderr
+    assert "q.jsonl:6: longer than 1,000,000 bytes" in run.stderr
+    assert sorted(line["id"] for line in result_lines(results)) == ["a", "line-7"]
+
+
+def test_a_file_with_no_good_line_is_one_error_line(tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_bytes(b'{"question":"caf\xe9"}\n')
+    run = cli("batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--base-url", "x")
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no question to run" in lines[0]
+    assert "q.jsonl:1: not UTF-8" in lines[0]
+    assert "codec" not in run.stderr
+
+
+def test_ids_are_kept_as_given_and_generated_ones_never_collide(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"question": "int five", "id": 5}\n'
+        '{"question": "string five", "id": "5"}\n'
+        '{"question": "looks generated", "id": "line-4"}\n'
+        '{"question": "really line 4"}\n'
+    )
+    results = tmp_path / "r.jsonl"
+    run = batch(questions, results, openai_server)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    by_question = {line["question"]: line["id"] for line in result_lines(results)}
+    assert by_question == {
+        "int five": 5,
+        "string five": "5",
+        "looks generated": "line-4",
+        "really line 4": "line-4",
+    }
+    assert type(by_question["int five"]) is int
+    calls = len(openai_server.requests)
+    rerun = batch(questions, results, openai_server)
+    assert rerun.returncode == 0 and "4 question(s) already done" in rerun.stdout
+    assert len(openai_server.requests) == calls
+
+
+def test_a_torn_result_line_runs_again_and_never_spoils_the_next_line(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": "one", "id": "a"}\n{"question": "two", "id": "b"}\n')
+    results = tmp_path / "r.jsonl"
+    assert batch(questions, results, openai_server).returncode == 0
+    lines = results.read_bytes().splitlines(keepends=True)
+    torn = json.loads(lines[1])["id"]
+    # A kill in the middle of writing the second result: half a line, no newline.
+    results.write_bytes(lines[0] + lines[1][: len(lines[1]) // 2])
+    calls = len(openai_server.requests)
+    rerun = batch(questions, results, openai_server)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "r.jsonl:2: a result line cut short" in rerun.stderr
+    assert "reactgraph: warning:" in rerun.stderr and "error" not in rerun.stderr
+    assert len(openai_server.requests) == calls + 4  # that question alone, four turns
+    text = results.read_text("utf-8").splitlines()
+    assert len(text) == 3 and json.loads(text[2])["id"] == torn  # a line of its own
+    complete = [json.loads(line) for line in text if line.endswith("}")]
+    assert sorted(line["id"] for line in complete) == ["a", "b"]
+    third = batch(questions, results, openai_server)
+    assert third.returncode == 0 and "2 question(s) already done" in third.stdout
+    assert len(openai_server.requests) == calls + 4
+
+
+def test_two_batches_on_one_results_file_run_each_question_once(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    gate = threading.Event()  # holds the first batch mid-run until the second has ended
+    openai_server.responder = lambda body: gate.wait(60) and seed_responder(body)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": "only one", "id": "a"}\n')
+    results = tmp_path / "r.jsonl"
+    first = popen("batch", str(questions), "--out", str(results), "--base-url", openai_server.url)
+    deadline = time.time() + 60
+    while not openai_server.requests and time.time() < deadline:
+        time.sleep(0.05)
+    second = batch(questions, results, openai_server)
+    gate.set()
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert second.returncode == 2, second.stderr
+    assert "q.jsonl:1: thread a is running in another process" in second.stderr
+    assert [line["id"] for line in result_lines(results)] == ["a"]
+    assert os.path.isdir(f"{results}.locks")
