@@ -27,7 +27,7 @@ class BatchResult(TypedDict):
     error: str | None
 
 
-def _result(
+def result_of(
     index: int,
     question: str,
     thread_id: str,
@@ -35,6 +35,7 @@ def _result(
     seconds: float,
     error: BaseException | None,
 ) -> BatchResult:
+    """A run's outcome from its final state (``out``), or from the error that stopped it."""
     turns = (out or {}).get("turns") or []
     return BatchResult(
         index=index,
@@ -60,8 +61,8 @@ async def run_one(
             {"question": question}, {"configurable": {"thread_id": thread_id}}
         )
     except Exception as error:
-        return _result(index, question, thread_id, None, time.perf_counter() - started, error)
-    return _result(index, question, thread_id, out, time.perf_counter() - started, None)
+        return result_of(index, question, thread_id, None, time.perf_counter() - started, error)
+    return result_of(index, question, thread_id, out, time.perf_counter() - started, None)
 
 
 async def run_many(

@@ -1,22 +1,25 @@
 """``reactgraph batch``: questions from a JSONL file, results appended to another as each run
 ends, so an interrupted batch re-run skips what is done and loses nothing already written.
 
-Each question is held by a lock on ``<results>.locks/`` while it runs and its result is
-written, and the results file is read again under that lock: two batches writing the same
-results file never run one question twice."""
+Each question runs on a thread of the database named after the questions file, the variant and
+the question's id, under that thread's lock (``reactgraph.worker``), in one of ``workers``
+processes. A re-run skips the questions with a result, resumes a thread a killed worker left half
+done, and reports a finished one without running it again. One process, this one, writes the
+results file, holding a lock on it while it reads and appends: no line is torn or written twice,
+even by two batches on one file."""
 
 from __future__ import annotations
 
-import asyncio
+import fcntl
+import functools
+import hashlib
 import json
 import os
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from reactgraph import console as out
-from reactgraph.batch import run_one
 from reactgraph.jsonl import (
     MAX_LINE_BYTES,
     BadLine,
@@ -27,7 +30,8 @@ from reactgraph.jsonl import (
     read_jsonl_stream,
 )
 from reactgraph.nodes.storable import unstorable
-from reactgraph.persistence import ThreadBusy, thread_lock
+from reactgraph.pool import Job, run_parallel
+from reactgraph.worker import Recipe, open_runner
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 
@@ -123,6 +127,24 @@ class Results:
                 position = stream.tell()
         self._offset = position
 
+    def record(self, question: Question, result: dict[str, Any]) -> bool:
+        """Append a question's result unless a result for it is there already (written by
+        another batch on this file); whether it was appended. Holds the file's lock."""
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            self.refresh()
+            if question.key in self.done:
+                return False
+            extra = {k: v for k, v in result.items() if k not in ("index", "question")}
+            self.append(
+                {"id": question.id, "key": question.key, "question": question.text, **extra}
+            )
+            if result.get("error") is None:
+                self.done.add(question.key)
+            return True
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
     def append(self, line: dict[str, Any]) -> None:
         """One line in one write, durable, started on a fresh line after a torn one."""
         data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
@@ -133,7 +155,20 @@ class Results:
         os.fsync(self._fd)
 
 
-def run_file(graph: Any, questions_path: str, out_path: str, concurrency: int) -> int:
+def thread_prefix(questions_path: str, variant: str) -> str:
+    """The threads of a questions file's batch with a variant: the same on every re-run."""
+    digest = hashlib.sha256(f"{Path(questions_path).resolve()}|{variant}".encode()).hexdigest()
+    return f"batch-{digest[:10]}-"
+
+
+def run_file(
+    recipe: Recipe,
+    questions_path: str,
+    out_path: str,
+    *,
+    workers: int | None = None,
+    concurrency: int = 8,
+) -> int:
     """Run the file's questions not done yet: 0 when each has a result, 1 when a run failed,
     2 for an unusable file or a question another process is running."""
     try:
@@ -161,7 +196,9 @@ def run_file(graph: Any, questions_path: str, out_path: str, concurrency: int) -
                 f"[dim]{len(questions) - len(todo)} question(s) already done in "
                 f"{out_path}; skipped[/dim]"
             )
-        outcomes = asyncio.run(_run(graph, todo, results, questions_path, concurrency))
+        prefix = thread_prefix(questions_path, recipe.variant)
+        jobs = [Job(i, q.text, prefix + q.key) for i, q in enumerate(todo)]
+        outcomes = _run(recipe, jobs, todo, results, questions_path, workers, concurrency)
     finally:
         results.close()
     if "busy" in outcomes:
@@ -169,38 +206,28 @@ def run_file(graph: Any, questions_path: str, out_path: str, concurrency: int) -
     return 1 if "failed" in outcomes else 0
 
 
-async def _run(
-    graph: Any, todo: list[Question], results: Results, source: str, concurrency: int
+def _run(
+    recipe: Recipe,
+    jobs: list[Job],
+    todo: list[Question],
+    results: Results,
+    source: str,
+    workers: int | None,
+    concurrency: int,
 ) -> list[Outcome]:
-    slots = asyncio.Semaphore(concurrency)
-    prefix = uuid.uuid4().hex[:12]
-
-    async def one(index: int, question: Question) -> Outcome:
-        async with slots:
-            try:
-                with thread_lock(results.path, question.key):
-                    # Another batch on this results file may have finished it meanwhile.
-                    results.refresh()
-                    if question.key in results.done:
-                        return "done"
-                    result = await run_one(graph, index, question.text, f"{prefix}-{index}")
-                    extra = {k: v for k, v in result.items() if k != "index"}
-                    results.append({"id": question.id, "key": question.key, **extra})
-                    if result["error"] is not None:
-                        return "failed"
-                    results.done.add(question.key)
-                    return "ran"
-            except ThreadBusy as busy:
-                out.fail(f"{source}:{question.number}: {busy}; skipped")
-                return "busy"
-            except OSError as error:
-                out.fail(f"cannot lock {results.path}.locks/: {error.strerror or error}")
-                return "busy"
-
     outcomes: list[Outcome] = []
+    runner = functools.partial(open_runner, recipe)
     with out.progress() as bar:
-        task = bar.add_task("questions", total=len(todo))
-        for finished in asyncio.as_completed([one(i, q) for i, q in enumerate(todo)]):
-            outcomes.append(await finished)
+        task = bar.add_task("questions", total=len(jobs))
+        for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
+            question = todo[result["index"]]
+            error = result.get("error") or ""
+            if error.startswith("ThreadBusy"):
+                out.fail(f"{source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
+                outcomes.append("busy")
+            elif not results.record(question, result):
+                outcomes.append("done")
+            else:
+                outcomes.append("failed" if error else "ran")
             bar.advance(task)
     return outcomes

@@ -13,7 +13,7 @@ from reactgraph import REGISTRY, VARIANTS
 from reactgraph import console as out
 from reactgraph.commands import UsageError
 from reactgraph.commands_read import cmd_graph, cmd_show, cmd_threads
-from reactgraph.commands_run import cmd_ask, cmd_batch, cmd_demo, cmd_resume
+from reactgraph.commands_run import cmd_ask, cmd_batch, cmd_demo, cmd_prune, cmd_resume
 from reactgraph.models import DEFAULT_TIMEOUT_S
 from reactgraph.persistence import DEFAULT_DB, DatabaseError, ThreadBusy
 
@@ -99,6 +99,17 @@ def make_parser() -> Parser:
         help=f"the model's context window in tokens (only {', '.join(takers)}; "
         "default: looked up from the model's name)",
     )
+    run.add_argument(
+        "--mcp",
+        metavar="SERVERS_JSON",
+        help="also give the agent the tools of these MCP servers (langchain-mcp-adapters' "
+        'connection config: {"name": {"transport": "stdio", "command": ...}})',
+    )
+    run.add_argument(
+        "--no-default-tools",
+        action="store_true",
+        help="leave out the bundled search and calculator (with --mcp)",
+    )
     timeout = Parser(add_help=False)
     timeout.add_argument(
         "--timeout",
@@ -124,11 +135,31 @@ def make_parser() -> Parser:
     show.set_defaults(handler=cmd_show)
     threads = commands.add_parser("threads", parents=[db], help="list the runs in the database")
     threads.set_defaults(handler=cmd_threads)
-    batch = commands.add_parser("batch", parents=[run, timeout], help="answer a JSONL of questions")
+    batch = commands.add_parser(
+        "batch", parents=[run, db, timeout], help="answer a JSONL of questions"
+    )
     batch.add_argument("questions", help='JSONL file: {"question": "...", "id": ...} per line')
     batch.add_argument("--out", required=True, help="JSONL results, appended as runs finish")
-    batch.add_argument("--concurrency", type=positive_int, default=8, help="runs at once")
+    batch.add_argument(
+        "--concurrency", type=positive_int, default=8, help="runs at once, in all workers"
+    )
+    batch.add_argument(
+        "--workers",
+        type=positive_int,
+        help="worker processes (default: the cores, capped by the questions)",
+    )
+    batch.add_argument(
+        "--prune",
+        action="store_true",
+        help="keep only the final state of each finished run (no history or time travel)",
+    )
     batch.set_defaults(handler=cmd_batch)
+    prune = commands.add_parser(
+        "prune", parents=[db], help="keep only the final state of finished runs"
+    )
+    prune.add_argument("threads", nargs="*", help="the threads to prune")
+    prune.add_argument("--finished", action="store_true", help="every finished thread")
+    prune.set_defaults(handler=cmd_prune)
     graph = commands.add_parser("graph", help="draw a variant (Mermaid text, or --png FILE)")
     graph.add_argument("variant", choices=VARIANTS, help="the variant to draw")
     graph.add_argument("--png", help="write a PNG here instead (offline, via pygraphviz)")

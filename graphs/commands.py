@@ -27,8 +27,8 @@ from reactgraph.persistence import (
     thread_lock,
 )
 from reactgraph.scripted import ScriptedChatModel
-from reactgraph.tools import DEFAULT_CORPUS, calculator, search_tools
 from reactgraph.variants import REGISTRY, variant
+from reactgraph.worker import toolset
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,27 @@ def run_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["context_window"] = args.context_window
     if spec.setting("notes_dir") is not None and hasattr(args, "notes_dir"):
         settings.update(notes_in_db=args.notes_in_db, notes_dir=args.notes_dir)
+    if args.mcp is not None:
+        settings["mcp"] = mcp_config(args.mcp)
+    if args.no_default_tools:
+        if args.mcp is None:
+            raise UsageError("--no-default-tools leaves no tools: give --mcp servers.json")
+        settings["default_tools"] = False
     return settings
+
+
+def mcp_config(path: str) -> str:
+    """The absolute path of a servers.json whose shape is right (a worker, or a resume in
+    another folder, reads it again); a bad file is the person's mistake."""
+    try:
+        from reactgraph.tools.mcp import normalize_servers
+    except ImportError:
+        raise UsageError("--mcp needs the MCP extra: pip install 'reactgraph[mcp]'") from None
+    try:
+        normalize_servers(path)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return os.path.abspath(path)
 
 
 def build_for(
@@ -84,9 +104,9 @@ def build_for(
     settings = dict(record.settings)
     if settings.pop("notes_in_db", False):
         settings["store"] = store
-    corpus = record.corpus or str(DEFAULT_CORPUS)
+    mcp, default_tools = settings.pop("mcp", None), settings.pop("default_tools", True)
     try:
-        tools = [*search_tools(corpus), calculator]
+        tools = toolset(record.corpus, mcp, default_tools, settings.get("tool_timeout"))
         return build_graph(record.variant, model=model, tools=tools, checkpointer=saver, **settings)
     except (ValueError, TypeError) as error:
         raise UsageError(str(error)) from None

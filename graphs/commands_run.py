@@ -1,4 +1,5 @@
-"""The commands that run the graph: ``ask``, ``resume``, ``batch`` and the offline ``demo``."""
+"""The commands that run the graph or change runs: ``ask``, ``resume``, ``batch``, ``prune``
+and the offline ``demo``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from reactgraph.commands import (
     held,
     load_record,
     make_model,
+    reader,
     resume_hint,
     run_settings,
 )
@@ -31,8 +33,10 @@ from reactgraph.persistence import (
     open_db,
     thread_status,
 )
+from reactgraph.pruning import prune_thread, vacuum
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.tools import calculator, search_tools
+from reactgraph.worker import Recipe
 
 
 def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[Any]:
@@ -143,9 +147,54 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     from reactgraph.batchfile import run_file
 
+    recipe = recipe_from(args)
+    return run_file(
+        recipe, args.questions, args.out, workers=args.workers, concurrency=args.concurrency
+    )
+
+
+def recipe_from(args: argparse.Namespace) -> Recipe:
+    """How each worker of a batch (or an eval) builds its graph, checked here first so a bad
+    option is one line before any worker starts."""
     if args.corpus is not None and not os.path.isdir(args.corpus):
         raise UsageError(f"corpus folder not found: {args.corpus}")
     settings = run_settings(args)
-    model = make_model(args.model, args.base_url, args.timeout)
-    record = new_record("batch", "", args.variant, args.model, args.base_url, args.corpus, settings)
-    return run_file(build_for(record, model), args.questions, args.out, args.concurrency)
+    make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
+    db = args.db if is_postgres(args.db) else os.path.abspath(args.db)
+    with open_db(db):
+        pass  # a database that cannot be used is one line now, not one per worker
+    return Recipe(
+        variant=args.variant,
+        model=args.model,
+        base_url=args.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        timeout=args.timeout,
+        corpus=os.path.abspath(args.corpus) if args.corpus else None,
+        settings={k: v for k, v in settings.items() if k not in ("mcp", "default_tools")},
+        db=db,
+        prune=args.prune,
+        mcp=settings.get("mcp"),
+        default_tools=settings.get("default_tools", True),
+        concurrency=args.concurrency,
+    )
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Reduce finished threads to their final state (see ``reactgraph.pruning``)."""
+    if not args.threads and not args.finished:
+        raise UsageError("name the threads to prune, or pass --finished for every finished one")
+    pruned = skipped = 0
+    with open_db(args.db) as (saver, store):
+        records = [load_record(store, t, args.db) for t in args.threads] or RunRecord.all(store)
+        for record in records:
+            graph = reader(record.variant, saver)
+            if thread_status(graph, record.thread_id) != "finished":
+                skipped += 1
+                if args.threads:
+                    out.warn(f"thread {record.thread_id} has not finished; kept whole")
+                continue
+            prune_thread(graph, args.db, record.thread_id)
+            pruned += 1
+    if pruned and not is_postgres(args.db):
+        vacuum(args.db)
+    out.console.print(f"pruned {pruned} finished thread(s); {skipped} not finished, kept whole")
+    return 0

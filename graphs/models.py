@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import openai
 from langchain_openai import ChatOpenAI
 
-from reactgraph.transport import LoopLocalClient, Transport, default_transport
+from reactgraph.transport import (
+    LoopLocalClient,
+    Transport,
+    connection_limits,
+    default_transport,
+)
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_CONCURRENCY = 100
@@ -41,6 +47,9 @@ def chat_model(
     # Local servers (vLLM, Ollama, llama.cpp, LM Studio) ignore the key but the client wants one.
     key = api_key or ("not-needed" if base_url else None)
     client = LoopLocalClient(transport or default_transport(), concurrency, timeout=timeout)
+    # Our own sync client too: the default one is shared by every model with the same URL, and
+    # langchain-openai's socket options on it switch off proxy detection (with a warning).
+    sync_client = openai.DefaultHttpxClient(timeout=timeout, limits=connection_limits(concurrency))
     return ChatOpenAI(
         model=model,
         base_url=base_url,
@@ -50,4 +59,6 @@ def chat_model(
         stream_usage=True,
         temperature=temperature,
         http_async_client=client,
+        http_client=sync_client,
+        http_socket_options=(),  # our clients are used as given: nothing for it to inject
     )

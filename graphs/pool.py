@@ -2,74 +2,76 @@
 
 One event loop on one core is the ceiling of ``run_many``: the model client's CPU per request
 (the OpenAI SDK's request building, the connection pool) adds up over hundreds of runs. Here
-``workers`` processes each build the graph once (``build`` must be picklable: a module-level
-function, or a ``functools.partial`` of one) and run up to ``concurrency`` questions at a time.
-The parent hands out questions as workers ask for them and yields each result as it comes, so
-one reader (the caller) sees every result exactly once. A worker that dies loses only the
-questions it was running; each is reported with an error.
+``workers`` processes each open a runner once (``open_runner`` must be picklable: a module-level
+function, or a ``functools.partial`` of one) and run up to ``concurrency`` jobs at a time. The
+parent hands out jobs as workers ask for them and yields each result as it comes, so one reader
+(the caller) sees every result exactly once. A worker that dies loses only the jobs it was
+running; each comes back as a result with an error. With one worker, everything runs in this
+process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import multiprocessing
 import os
 import queue
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reactgraph.batch import BatchResult, result_of, run_one
-
-# The graph builder: returns a graph, or an async context manager that yields one (to open an
-# async checkpointer in the worker, say).
-Build = Callable[[], Any]
 _POLL_S = 0.2
 
 
 @dataclass(frozen=True)
 class Job:
-    """One question to run, with the thread it runs on."""
+    """One question to run, with the thread it runs on and what identifies it to the caller."""
 
     index: int
     question: str
     thread_id: str
+    extra: Any = None
 
 
-def default_workers(questions: int) -> int:
-    """The number of cores, capped by the number of questions."""
-    return max(1, min(os.cpu_count() or 1, questions))
+Runner = Callable[[Job], Awaitable[dict[str, Any]]]
+# Returns an async context manager yielding a Runner: built once per worker, closed at its end.
+OpenRunner = Callable[[], contextlib.AbstractAsyncContextManager[Runner]]
 
 
-@contextlib.asynccontextmanager
-async def _opened(build: Build) -> AsyncIterator[Any]:
-    made = build()
-    if hasattr(made, "__aenter__"):
-        async with made as graph:
-            yield graph
-    else:
-        yield made
+def default_workers(jobs: int) -> int:
+    """The number of cores, capped by the number of jobs."""
+    return max(1, min(os.cpu_count() or 1, jobs))
 
 
-async def _serve(build: Build, jobs: Any, results: Any, concurrency: int) -> None:
-    """A worker's loop: take jobs until the sentinel, run up to ``concurrency`` at once."""
-    async with _opened(build) as graph:
-        slots = asyncio.Semaphore(concurrency)
+def failed(job: Job, error: str) -> dict[str, Any]:
+    """The result of a job that did not run to its end."""
+    return {"index": job.index, "thread_id": job.thread_id, "error": error, "status": None}
+
+
+async def _serve(open_runner: OpenRunner, take: Callable[[], Any], give: Any, slots: int) -> None:
+    """Take jobs until there are none, run up to ``slots`` at once, give back each result."""
+    async with open_runner() as run:
+        free = asyncio.Semaphore(slots)
         running: set[asyncio.Task[None]] = set()
 
         async def one(job: Job) -> None:
             try:
-                results.put(("done", await run_one(graph, job.index, job.question, job.thread_id)))
+                result = await run(job)
+            except Exception as error:  # a runner's own fault must not stop the others
+                result = failed(job, f"{type(error).__name__}: {error}")
             finally:
-                slots.release()
+                free.release()
+            give(("done", result))
 
         while True:
-            await slots.acquire()
-            job = await asyncio.to_thread(jobs.get)
+            await free.acquire()
+            job = await take()
             if job is None:
                 break
-            results.put(("start", job.index))
+            give(("start", job.index))
             task = asyncio.create_task(one(job))
             running.add(task)
             task.add_done_callback(running.discard)
@@ -77,44 +79,49 @@ async def _serve(build: Build, jobs: Any, results: Any, concurrency: int) -> Non
             await asyncio.gather(*running)
 
 
-def _worker(build: Build, jobs: Any, results: Any, concurrency: int) -> None:
+def _worker(open_runner: OpenRunner, jobs: Any, results: Any, slots: int) -> None:
+    async def take() -> Any:
+        return await asyncio.to_thread(jobs.get)
+
     with contextlib.suppress(KeyboardInterrupt):  # the parent reports the interruption
-        asyncio.run(_serve(build, jobs, results, concurrency))
+        asyncio.run(_serve(open_runner, take, results.put, slots))
 
 
 def run_parallel(
-    build: Build,
-    questions: Sequence[str],
+    open_runner: OpenRunner,
+    jobs: Sequence[Job],
     *,
-    thread_ids: Sequence[str],
     workers: int | None = None,
     concurrency: int = 8,
-) -> Iterator[BatchResult]:
-    """Run ``questions[i]`` on thread ``thread_ids[i]`` in ``workers`` processes (default: the
-    cores, capped by the questions), ``concurrency`` at a time in each; yield results as runs
-    end. Ctrl-C stops every worker; what was yielded before is kept."""
-    if len(thread_ids) != len(questions):
-        raise ValueError("thread_ids must give one thread per question")
+) -> Iterator[dict[str, Any]]:
+    """Run ``jobs`` in ``workers`` processes (default: the cores, capped by the jobs), with
+    ``concurrency`` runs in flight in all (shared out among the workers); yield each result as
+    its run ends. Ctrl-C stops every worker; what was yielded before is kept."""
     if workers is None:
-        workers = default_workers(len(questions))
+        workers = default_workers(len(jobs))
     for name, value in (("workers", workers), ("concurrency", concurrency)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    if not questions:
+    if not jobs:
+        return
+    workers = min(workers, len(jobs))
+    slots = max(1, -(-concurrency // workers))
+    if workers == 1:
+        yield from _in_process(open_runner, jobs, slots)
         return
     context = multiprocessing.get_context("spawn")  # never fork a process holding threads
-    jobs, results = context.Queue(), context.Queue()
-    for index, (question, thread) in enumerate(zip(questions, thread_ids, strict=True)):
-        jobs.put(Job(index, question, thread))
+    inbox, outbox = context.Queue(), context.Queue()
+    for job in jobs:
+        inbox.put(job)
     processes = [
-        context.Process(target=_worker, args=(build, jobs, results, concurrency), daemon=True)
-        for _ in range(min(workers, len(questions)))
+        context.Process(target=_worker, args=(open_runner, inbox, outbox, slots), daemon=True)
+        for _ in range(workers)
     ]
     for process in processes:
-        jobs.put(None)
+        inbox.put(None)
         process.start()
     try:
-        yield from _collect(processes, results, questions, thread_ids)
+        yield from _collect(processes, outbox, jobs)
     finally:
         for process in processes:
             if process.is_alive():
@@ -123,27 +130,58 @@ def run_parallel(
             process.join(5)
 
 
-def _collect(
-    processes: list[Any], results: Any, questions: Sequence[str], thread_ids: Sequence[str]
-) -> Iterator[BatchResult]:
-    pending, started = set(range(len(questions))), set()
+def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Iterator[dict]:
+    """One worker: an event loop on a thread of this process, results handed over as they
+    come. Leaving early (Ctrl-C, or the caller stops reading) cancels the runs in flight."""
+    results: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    waiting = collections.deque(jobs)
+    loop = asyncio.new_event_loop()
+
+    async def take() -> Job | None:
+        return waiting.popleft() if waiting else None
+
+    def serve() -> None:
+        try:
+            loop.run_until_complete(_serve(open_runner, take, results.put, slots))
+            results.put(("end", None))
+        except BaseException as error:  # handed to the reader, who raises it
+            results.put(("error", error))
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    thread = threading.Thread(target=serve, name="reactgraph-runs", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, item = results.get()
+            if kind == "done":
+                yield item
+            elif kind == "error":
+                raise item
+            elif kind == "end":
+                return
+    finally:
+        if thread.is_alive():
+            loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
+            thread.join(30)
+
+
+def _collect(processes: list[Any], outbox: Any, jobs: Sequence[Job]) -> Iterator[dict]:
+    pending, started = {job.index: job for job in jobs}, set()
     while pending:
         try:
-            kind, item = results.get(timeout=_POLL_S)
+            kind, item = outbox.get(timeout=_POLL_S)
         except queue.Empty:
             if any(p.is_alive() for p in processes):
                 continue
             # Every worker is gone: what they held is lost, and no one will run the rest.
-            for index in sorted(pending):
-                error = RuntimeError(
-                    "the worker process running it died"
-                    if index in started
-                    else "no worker was left to run it"
-                )
-                yield result_of(index, questions[index], thread_ids[index], None, 0.0, error)
+            for index, job in sorted(pending.items()):
+                why = "the worker process running it died" if index in started else "no worker left"
+                yield failed(job, f"WorkerDied: {why}")
             return
         if kind == "start":
             started.add(item)
         else:
-            pending.discard(item["index"])
+            pending.pop(item["index"], None)
             yield item

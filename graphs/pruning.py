@@ -9,12 +9,15 @@ thread's older checkpoints and writes. A kill at any point leaves a readable thr
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from typing import Any
 
 from langgraph.channels import DeltaChannel
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite
+
+from reactgraph.locking import is_postgres
 
 
 class NotFinished(RuntimeError):
@@ -39,46 +42,48 @@ def _snapshot(graph: CompiledStateGraph, config: dict[str, Any]) -> str:
     return str(written["configurable"]["checkpoint_id"])
 
 
-def _delete_older(saver: BaseCheckpointSaver, thread: str, keep: str) -> None:
-    """Delete the thread's rows other than checkpoint ``keep`` (and the blobs it uses)."""
-    connection: Any = saver.conn  # type: ignore[attr-defined]
-    if is_postgres_saver(saver):
-        with connection.cursor() as cursor:
-            cursor.execute(
+def _delete_older(db: str, thread: str, keep: str) -> None:
+    """Delete the thread's rows other than checkpoint ``keep`` (and the blobs it no longer
+    uses), on a connection of its own: the run's may be async, or busy."""
+    if is_postgres(db):
+        import psycopg
+
+        with psycopg.connect(db) as connection, connection.transaction():
+            connection.execute(
                 "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_id <> %s",
                 (thread, keep),
             )
-            cursor.execute(
+            connection.execute(
                 "DELETE FROM checkpoint_blobs b WHERE b.thread_id = %s AND NOT EXISTS ("
                 " SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id"
                 " AND c.checkpoint_ns = b.checkpoint_ns AND c.checkpoint_id = %s"
                 " AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
                 (thread, keep),
             )
-            cursor.execute(
+            connection.execute(
                 "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_id <> %s",
                 (thread, keep),
             )
         return
-    with saver.lock:  # type: ignore[attr-defined]
+    with contextlib.closing(sqlite3.connect(db, timeout=30)) as connection, connection:
         connection.execute(
             "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id <> ?", (thread, keep)
         )
         connection.execute(
             "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id <> ?", (thread, keep)
         )
-        connection.commit()
 
 
-def is_postgres_saver(saver: BaseCheckpointSaver) -> bool:
-    """Whether the saver keeps its checkpoints in PostgreSQL."""
-    return type(saver).__module__.startswith("langgraph.checkpoint.postgres")
-
-
-def prune_thread(graph: CompiledStateGraph, saver: BaseCheckpointSaver, thread: str) -> None:
-    """Reduce a finished thread to its final state (``NotFinished`` if it has a step due).
-    History and time travel for it end there; ``get_state``, ``show`` and a new run on the
-    thread work as before."""
+def prune_thread(graph: CompiledStateGraph, db: str, thread: str) -> None:
+    """Reduce a finished thread of ``db`` (the graph's checkpointer's database) to its final
+    state; ``NotFinished`` if it has a step due. History and time travel for it end there;
+    ``get_state``, ``show`` and a new run on the thread work as before."""
     config = {"configurable": {"thread_id": thread}}
     keep = _snapshot(graph, config)
-    _delete_older(saver, thread, keep)
+    _delete_older(db, thread, keep)
+
+
+def vacuum(db: str) -> None:
+    """Give a SQLite file's freed pages back to the disk."""
+    with contextlib.closing(sqlite3.connect(db, timeout=30, isolation_level=None)) as connection:
+        connection.execute("VACUUM")

@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-_SHARED_CACHE = Path(__file__).resolve().parents[1].parent / "shared" / "tiktoken-cache"
+ROOT = Path(__file__).resolve().parents[1]
+_SHARED_CACHE = ROOT.parent / "shared" / "tiktoken-cache"
+# What tests must never leave inside the checkout (`make test` keeps `git status` clean).
+_LITTER = ("runs", ".langgraph_api")
+_BEFORE = {name for name in _LITTER if (ROOT / name).exists()}
 if "TIKTOKEN_CACHE_DIR" not in os.environ and _SHARED_CACHE.is_dir():
     os.environ["TIKTOKEN_CACHE_DIR"] = str(_SHARED_CACHE)
 
@@ -75,3 +79,11 @@ def run(request: pytest.FixtureRequest) -> Any:
     from tests.fakes import runner
 
     return runner(request.param)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a test wrote its files into the checkout."""
+    left = [name for name in _LITTER if (ROOT / name).exists() and name not in _BEFORE]
+    if left:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\ntests left {', '.join(left)} in the checkout {ROOT}")

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +26,12 @@ def environment(env: dict | None = None) -> dict[str, str]:
     return variables
 
 
+def scratch() -> Path:
+    """A folder of its own for a command to run in: whatever it writes by default (runs/,
+    relative paths) stays out of the checkout."""
+    return Path(tempfile.mkdtemp(prefix="reactgraph-cli-"))
+
+
 def cli(
     *args: str, env: dict | None = None, cwd: Path | None = None, **kwargs: object
 ) -> subprocess.CompletedProcess[str]:
@@ -34,7 +41,7 @@ def cli(
         text=True,
         timeout=120,
         env=environment(env),
-        cwd=cwd or REPO,
+        cwd=cwd or scratch(),
         **kwargs,
     )
 
@@ -47,7 +54,7 @@ def popen(*args: str, env: dict | None = None) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=environment(env),
-        cwd=REPO,
+        cwd=scratch(),
     )
 
 

@@ -42,7 +42,7 @@ def test_a_pruned_thread_reads_the_same_and_takes_a_new_run(
         )
         before = graph.invoke({"question": "q"}, config)
         assert len(list(graph.get_state_history(config))) > 10
-        prune_thread(graph, saver, thread)
+        prune_thread(graph, db, thread)
         after = graph.get_state(config)
         assert after.values == before and thread_status(graph, thread) == "finished"
         assert len(list(graph.get_state_history(config))) == 1
@@ -77,7 +77,7 @@ def test_an_interrupted_thread_is_not_pruned(tmp_path: Path) -> None:
         with pytest.raises(ModelCallError):
             graph.invoke({"question": "q"}, config)
         with pytest.raises(NotFinished):
-            prune_thread(graph, saver, "cut")
+            prune_thread(graph, db, "cut")
         assert thread_status(graph, "cut") == "interrupted"
     with sqlite3.connect(db) as connection:
         (rows,) = connection.execute("SELECT count(*) FROM checkpoints").fetchone()

@@ -1,0 +1,144 @@
+"""What a batch worker runs: each question on its own thread of the database, under the thread's
+lock, resumed if a killed worker left it half done, and its run recorded for ``show``.
+
+A ``Recipe`` says how to build the graph; it is plain data, so it crosses into worker processes,
+where each worker builds its own model client, tools and database connections once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from reactgraph import build_graph
+from reactgraph.batch import result_of
+from reactgraph.locking import GuardedSaver, Lease, ThreadBusy, thread_lock
+from reactgraph.models import chat_model
+from reactgraph.persistence import RunRecord, aopen_db, new_record
+from reactgraph.pool import Job, Runner
+from reactgraph.pruning import prune_thread
+from reactgraph.tools import DEFAULT_CORPUS, calculator, search_tools
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything a worker needs to build the graph of a batch, as plain data."""
+
+    variant: str
+    model: str
+    base_url: str | None
+    timeout: float
+    corpus: str | None
+    settings: dict[str, Any]
+    db: str
+    prune: bool = False
+    mcp: str | None = None
+    default_tools: bool = True
+    concurrency: int = 8
+
+    def record(self, thread: str, question: str) -> RunRecord:
+        """The run record of one question's thread (what ``show`` and ``resume`` read)."""
+        settings = {**self.settings, **({"mcp": self.mcp} if self.mcp else {})}
+        if not self.default_tools:
+            settings["default_tools"] = False
+        return new_record(
+            thread, question, self.variant, self.model, self.base_url, self.corpus, settings
+        )
+
+
+def toolset(
+    corpus: str | None, mcp: str | None, default_tools: bool, tool_timeout: float | None
+) -> list[Any]:
+    """The bundled search (over ``corpus``) and calculator unless left out, and the tools of
+    the MCP servers in the file ``mcp``, each call bounded by the tool timeout."""
+    tools: list[Any] = []
+    if default_tools:
+        tools += [*search_tools(corpus or DEFAULT_CORPUS), calculator]
+    if mcp:
+        from reactgraph.tools.mcp import load_mcp_tools
+
+        tools += load_mcp_tools(mcp, call_timeout=tool_timeout)
+    return tools
+
+
+async def _status(graph: Any, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    state = await graph.aget_state(config)
+    if not state.values:
+        return "unknown", {}
+    return ("interrupted" if state.next else "finished"), state.values
+
+
+@contextlib.asynccontextmanager
+async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
+    """A runner for this process: one model client, one graph, one database connection."""
+    key = os.environ.get("OPENAI_API_KEY") or None
+    model = chat_model(
+        recipe.model,
+        base_url=recipe.base_url,
+        api_key=key,
+        timeout=recipe.timeout,
+        concurrency=recipe.concurrency,
+    )
+    settings = {k: v for k, v in recipe.settings.items() if k != "notes_in_db"}
+    timeout = recipe.settings.get("tool_timeout")
+    tools = await asyncio.to_thread(
+        toolset, recipe.corpus, recipe.mcp, recipe.default_tools, timeout
+    )
+    async with aopen_db(recipe.db) as (saver, store):
+        leases: dict[str, Lease] = {}
+        if recipe.settings.get("notes_in_db"):
+            settings["store"] = store
+        graph = build_graph(
+            recipe.variant,
+            model=model,
+            tools=tools,
+            checkpointer=GuardedSaver(saver, leases),
+            **settings,
+        )
+
+        async def run(job: Job) -> dict[str, Any]:
+            config = {"configurable": {"thread_id": job.thread_id}}
+            started = time.perf_counter()
+            try:
+                with thread_lock(recipe.db, job.thread_id) as lease:
+                    leases[job.thread_id] = lease
+                    try:
+                        values = await _run_held(recipe, graph, store, job, config)
+                    finally:
+                        leases.pop(job.thread_id, None)
+            except ThreadBusy as busy:
+                return result_of(job.index, job.question, job.thread_id, None, 0.0, busy)
+            except Exception as error:
+                elapsed = time.perf_counter() - started
+                return result_of(job.index, job.question, job.thread_id, None, elapsed, error)
+            elapsed = time.perf_counter() - started
+            return result_of(job.index, job.question, job.thread_id, values, elapsed, None)
+
+        yield run
+
+
+async def _run_held(
+    recipe: Recipe, graph: Any, store: Any, job: Job, config: dict[str, Any]
+) -> dict[str, Any]:
+    """Run (or resume, or just read) one question's thread while holding its lock."""
+    status, values = await _status(graph, config)
+    if status == "interrupted":
+        values = await graph.ainvoke(None, config)  # a killed worker left it half done
+    elif status == "unknown":
+        record = recipe.record(job.thread_id, job.question)
+        await asyncio.to_thread(record.save, store)
+        values = await graph.ainvoke({"question": job.question}, config)
+    if recipe.prune:
+        await asyncio.to_thread(prune_thread, graph, recipe.db, job.thread_id)
+    return values
+
+
+def with_settings(recipe: Recipe, **settings: Any) -> Recipe:
+    """The recipe with more settings."""
+    return dataclasses.replace(recipe, settings={**recipe.settings, **settings})
