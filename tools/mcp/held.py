@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
+import anyio
 from langchain_core.tools import BaseTool, ToolException
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools as adapters_load_mcp_tools
@@ -32,7 +34,7 @@ class Held:
         self.tools: dict[str, BaseTool] = {}  # the adapters' tools bound to the live session
         self.live = False  # the session is open and its tools listed
         self.generation = 0  # counts the sessions opened, so a stale failure breaks no new one
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[BaseException | None] | None = None  # ends with its session
         self.stop: asyncio.Event | None = None
         self.reopening: asyncio.Task[list[BaseTool]] | None = None
 
@@ -46,7 +48,8 @@ class Held:
         self.generation += 1
         generation = self.generation
 
-        async def hold() -> None:
+        async def hold() -> BaseException | None:
+            """Open the session and keep it until ``stop``; what ended it, if not ``stop``."""
             try:
                 async with self.client.session(self.name) as session:
                     tools = await adapters_load_mcp_tools(
@@ -56,13 +59,14 @@ class Held:
                     await stop.wait()
             except BaseException as exc:
                 if ready.done():
-                    pass
+                    return exc
                 elif isinstance(exc, asyncio.CancelledError):
                     ready.cancel()
                 else:
                     ready.set_exception(exc)
             finally:
                 self.broke(generation)
+            return None
 
         self.task, self.stop = asyncio.create_task(hold()), stop
         try:
@@ -102,11 +106,13 @@ class Held:
                 await asyncio.shield(self.reopening)
             except ValueError as exc:
                 raise MCPConnectionError(str(exc)) from None
-        tool, generation = self.tools.get(name), self.generation
+        tool, generation, session = self.tools.get(name), self.generation, self.task
         if tool is None:
             raise ToolException(f"MCP server {self.name!r} no longer offers {name!r}")
         try:
-            return await tool.coroutine(**arguments)  # type: ignore[misc]
+            if self.stdio or session is None:  # the stdio client fails pending calls itself
+                return await tool.coroutine(**arguments)  # type: ignore[misc]
+            return await _unless_ended(tool.coroutine(**arguments), session)  # type: ignore[misc]
         except asyncio.CancelledError:
             # A call given up on (a timeout): over HTTP the client does not notice a server
             # that died mid-call, so the session is opened afresh (cheap) before the next call.
@@ -117,3 +123,26 @@ class Held:
             if is_disconnect(leaf(exc)):
                 self.broke(generation)
             raise
+
+
+async def _unless_ended(call: Awaitable[Any], session: asyncio.Task[BaseException | None]) -> Any:
+    """``await call``, unless ``session`` ends first: then what ended it (a disconnect, as the
+    tools describe it). The streamable HTTP client ends a session whose server is gone at its
+    next request (the connection fails), but leaves that request waiting for an answer."""
+    running = asyncio.ensure_future(call)
+    try:
+        await asyncio.wait({running, session}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        running.cancel()
+        raise
+    if running.done():
+        return running.result()
+    running.cancel()
+    await asyncio.wait({running})
+    if not running.cancelled():
+        running.exception()  # retrieved, not raised: cut off, it says nothing new
+    ended = None if session.cancelled() else session.result()
+    cause = leaf(ended) if ended is not None else None
+    if cause is None or not is_disconnect(cause):
+        cause = anyio.BrokenResourceError()  # "the connection to the server broke"
+    raise cause
