@@ -1,0 +1,125 @@
+"""Loading MCP tools (``load_mcp_tools``, ``aload_mcp_tools``): from a config or a file, from
+sync or async code, and the one-line errors of servers that cannot be loaded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_mcp_adapters")
+pytest.importorskip("mcp")
+
+from reactgraph.tools.mcp import aload_mcp_tools, load_mcp_tools
+from tests.mcp_servers import (
+    HAS_PROC,
+    NAMES,
+    HttpServer,
+    free_port,
+    shared_http_server,
+    stdio,
+    wait_gone,
+)
+
+needs_proc = pytest.mark.skipif(not HAS_PROC, reason="needs /proc")
+
+
+@pytest.fixture(scope="module")
+def http_server() -> HttpServer:
+    return shared_http_server()
+
+
+def test_loading_from_a_file_in_either_layout(tmp_path: Path, http_server: HttpServer) -> None:
+    plain = tmp_path / "servers.json"
+    plain.write_text(json.dumps({"web": http_server.connection()}))
+    wrapped = tmp_path / "claude_desktop_config.json"
+    wrapped.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "web": {"type": "http", "url": http_server.url, "alwaysAllow": ["add"]},
+                    "off": {"command": "no-such-command", "disabled": True},
+                },
+                "globalShortcut": "Ctrl+Space",
+            }
+        )
+    )
+    for source in (plain, str(wrapped)):
+        loaded = load_mcp_tools(source)
+        assert {tool.name for tool in loaded} == NAMES
+        assert {tool.server for tool in loaded} == {"web"}
+
+
+def test_async_loading(http_server: HttpServer) -> None:
+    loaded = asyncio.run(aload_mcp_tools({"web": http_server.connection()}))
+    assert {tool.name for tool in loaded} == NAMES
+
+
+def test_loading_with_a_loop_running(http_server: HttpServer) -> None:
+    async def main() -> list[Any]:
+        return load_mcp_tools({"web": http_server.connection()})
+
+    assert len(asyncio.run(main())) == len(NAMES)
+
+
+def test_a_tool_name_offered_twice_is_refused_unless_prefixed(http_server: HttpServer) -> None:
+    servers = {"one": http_server.connection(), "two": {"url": http_server.url}}
+    with pytest.raises(
+        ValueError,
+        match=r"^MCP tool name '\w+' is offered by both server 'one' and server 'two'; "
+        r"load with prefix=True",
+    ):
+        load_mcp_tools(servers)
+    names = {tool.name for tool in load_mcp_tools(servers, prefix=True)}
+    assert names == {f"{server}_{name}" for server in ("one", "two") for name in NAMES}
+
+
+def test_servers_that_cannot_start_are_one_line_value_errors() -> None:
+    cases = [
+        (
+            {"transport": "stdio", "command": "/no/such/command", "args": []},
+            r"^MCP server 'x' \(/no/such/command\): "
+            r"cannot start '/no/such/command': No such file or directory$",
+        ),
+        (
+            {"transport": "stdio", "command": sys.executable, "args": ["-c", "pass"]},
+            r"^MCP server 'x' \(\S+ -c pass\): the server closed the connection \(did it exit\?",
+        ),
+        (
+            {"transport": "streamable_http", "url": f"http://127.0.0.1:{free_port()}/mcp"},
+            r"^MCP server 'x' \(http://127\.0\.0\.1:\d+/mcp\): "
+            r"cannot connect: All connection attempts failed$",
+        ),
+    ]
+    for connection, message in cases:
+        with pytest.raises(ValueError, match=message) as caught:
+            load_mcp_tools({"x": connection})
+        assert "\n" not in str(caught.value)
+        assert caught.value.__cause__ is None
+
+
+def test_a_wrong_http_path_names_the_status(http_server: HttpServer) -> None:
+    url = http_server.url.replace("/mcp", "/nope")
+    with pytest.raises(
+        ValueError, match=r"^MCP server 'x' \(http://\S+/nope\): HTTP 404: no MCP session or"
+    ):
+        load_mcp_tools({"x": {"transport": "streamable_http", "url": url}})
+
+
+@needs_proc
+def test_a_server_that_never_answers_the_handshake_times_out_and_is_stopped() -> None:
+    tag = uuid.uuid4().hex
+    started = time.perf_counter()
+    with pytest.raises(
+        ValueError,
+        match=r"^MCP server 'mute' \(.+ mute --tag \w+\): no answer to the handshake within 1 s$",
+    ):
+        load_mcp_tools({"mute": stdio(tag, mode="mute")}, timeout=1)
+    assert time.perf_counter() - started < 8
+    assert wait_gone(tag) == []

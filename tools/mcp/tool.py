@@ -1,0 +1,164 @@
+"""``MCPTool``: an MCP server's tool as reactgraph and any langchain-core caller want it.
+
+On top of the adapters' tool (async only, dict input, content blocks out) it runs from sync
+code too, takes a plain string when the tool has one argument (or a JSON object in a string),
+answers with text (the blocks kept as the artifact), bounds each call with ``call_timeout`` and
+turns the SDK's failures into ``TimeoutError``, ``MCPConnectionError`` or a ``ToolException``
+the model reads, never an ``ExceptionGroup``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from mcp.shared.exceptions import McpError
+
+from reactgraph.tools.mcp.errors import (
+    MCPConnectionError,
+    describe,
+    is_disconnect,
+    leaf,
+    one_line,
+)
+from reactgraph.tools.mcp.loops import cancelling, run_sync
+
+__all__ = ["Call", "MCPTool", "render_content", "wrap"]
+
+
+def render_content(content: Any) -> str:
+    """Text for an MCP tool's content: a string as is, text blocks joined by newlines, other
+    blocks as a short ``[image: image/png]``-style marker."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return str(content)
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, Mapping):
+            kind = block.get("type", "block")
+            detail = block.get("mime_type") or block.get("url") or ""
+            parts.append(f"[{kind}: {detail}]" if detail else f"[{kind}]")
+        else:
+            parts.append(str(block))
+    return "\n".join(parts)
+
+
+def _string_input(name: str, schema: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """The arguments for a plain-string input, by the tool's JSON schema."""
+    properties = schema.get("properties") or {}
+    if not properties:
+        return {}
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            value = None
+        required = set(schema.get("required") or ())
+        if isinstance(value, dict) and required <= set(value) <= set(properties):
+            return value
+    if len(properties) == 1:
+        key, spec = next(iter(properties.items()))
+        kind = spec.get("type") if isinstance(spec, Mapping) else None
+        if kind not in (None, "string"):
+            try:
+                return {key: json.loads(stripped)}
+            except ValueError:
+                pass
+        return {key: text}
+    raise ValueError(
+        f"{name} takes a JSON object with the keys {', '.join(properties)}; got {text[:80]!r}"
+    )
+
+
+class MCPTool(StructuredTool):
+    """A tool of an MCP server (see the module doc). ``server`` names its server in the
+    config; ``args_schema`` is the server's JSON schema of the arguments, as a dict."""
+
+    server: str = ""
+
+    def _parse_input(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> str | dict[str, Any]:
+        if isinstance(tool_input, str) and isinstance(self.args_schema, Mapping):
+            tool_input = _string_input(self.name, self.args_schema, tool_input)
+        return super()._parse_input(tool_input, tool_call_id)
+
+
+# A tool's call: the adapters' coroutine (a session per call) or a kept session's forwarder;
+# either gives the adapters' (content, artifact) pair.
+Call = Callable[..., Awaitable[tuple[Any, Any]]]
+
+
+def wrap(
+    tool: BaseTool, server: str, where: str, call_timeout: float | None, call: Call | None = None
+) -> MCPTool:
+    """Our tool around the adapters' ``tool``; ``call`` runs it (default: its coroutine)."""
+    call = call or getattr(tool, "coroutine", None)
+    if call is None:  # pragma: no cover - the adapters' tools are all async
+        raise TypeError(f"{tool.name} from MCP server {server!r} has no coroutine")
+
+    async def acall(**arguments: Any) -> tuple[str, dict[str, Any]]:
+        try:
+            async with asyncio.timeout(call_timeout) as deadline:
+                try:
+                    content, artifact = await call(**arguments)
+                except BaseException:
+                    if cancelling():
+                        # The stdio transport's shutdown can turn the cancellation into an
+                        # ExceptionGroup; a caller's asyncio.wait_for must still see it cancelled.
+                        raise asyncio.CancelledError from None
+                    raise
+        except ToolException as exc:  # the server answered isError: the model reads it
+            text = render_content(getattr(exc, "tool_content", None) or str(exc))
+            raise ToolException(text) from None
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            if deadline.expired():
+                raise TimeoutError(
+                    f"MCP tool {tool.name!r} (server {server!r}) gave no answer "
+                    f"within {call_timeout:g} s"
+                ) from None
+            if not isinstance(exc, Exception):
+                raise
+            root = leaf(exc)
+            if isinstance(root, MCPConnectionError):
+                raise root from None
+            if is_disconnect(root):
+                raise MCPConnectionError(
+                    one_line(f"MCP server {server!r} ({where}): {describe(root)}")
+                ) from root
+            if isinstance(root, McpError):  # a JSON-RPC error: the model reads it
+                raise ToolException(one_line(root.error.message)) from None
+            if root is exc:
+                raise
+            raise root from None
+        blocks = content if isinstance(content, list) else [content]
+        extra: dict[str, Any] = {"content": blocks, "server": server}
+        if artifact and "structured_content" in artifact:
+            extra["structured_content"] = artifact["structured_content"]
+        return render_content(content), extra
+
+    def run(**arguments: Any) -> tuple[str, dict[str, Any]]:
+        return run_sync(lambda: acall(**arguments))
+
+    return MCPTool(
+        name=tool.name,
+        description=tool.description,
+        args_schema=tool.args_schema,
+        func=run,
+        coroutine=acall,
+        response_format="content_and_artifact",
+        handle_tool_error=True,
+        metadata={**(tool.metadata or {}), "mcp_server": server},
+        server=server,
+    )
