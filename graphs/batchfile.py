@@ -10,11 +10,8 @@ even by two batches on one file."""
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,13 +21,12 @@ from reactgraph.jsonl import (
     MAX_LINE_BYTES,
     BadLine,
     Skip,
-    id_text,
     line_id,
     read_jsonl_lines,
-    read_jsonl_stream,
 )
 from reactgraph.nodes.storable import unstorable
 from reactgraph.pool import Job, run_parallel
+from reactgraph.resultsfile import Results
 from reactgraph.worker import Recipe, open_runner
 
 Outcome = Literal["done", "ran", "failed", "busy"]
@@ -80,79 +76,6 @@ def read_questions(
         seen.add(question.key)
         questions.append(question)
     return questions, problems
-
-
-def _key(result: dict[str, Any]) -> str | None:
-    key, given = result.get("key"), result.get("id")
-    if isinstance(key, str):
-        return key
-    # Result lines written before "key" existed: their id as text.
-    return id_text(given) if isinstance(given, str | int | float) else None
-
-
-class Results:
-    """The results file: which questions it holds a finished result for, read again from where
-    it was last read, and appends of one whole line each."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        self._offset = 0
-        self.done: set[str] = set()
-
-    def close(self) -> None:
-        os.close(self._fd)
-
-    def refresh(self, report: bool = False) -> None:
-        """Take in the lines written since the last look; ``report`` the unusable ones."""
-        position = self._offset
-        with open(self.path, "rb") as stream:
-            stream.seek(self._offset)
-            for number, value in read_jsonl_stream(stream):
-                if isinstance(value, BadLine) and value.torn:
-                    if report:
-                        out.warn(
-                            f"{self.path}:{number}: a result line cut short (a killed batch); "
-                            "its question runs again"
-                        )
-                    break  # it may be a line being written: look at it again next time
-                if isinstance(value, BadLine) or not isinstance(value, dict):
-                    if report:
-                        out.warn(f"{self.path}:{number}: not a result line; ignored")
-                elif value.get("status") and not value.get("error"):
-                    key = _key(value)
-                    if key is not None:
-                        self.done.add(key)
-                position = stream.tell()
-        self._offset = position
-
-    def record(self, question: Question, result: dict[str, Any]) -> bool:
-        """Append a question's result unless a result for it is there already (written by
-        another batch on this file); whether it was appended. Holds the file's lock."""
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            self.refresh()
-            if question.key in self.done:
-                return False
-            extra = {k: v for k, v in result.items() if k not in ("index", "question")}
-            self.append(
-                {"id": question.id, "key": question.key, "question": question.text, **extra}
-            )
-            if result.get("error") is None:
-                self.done.add(question.key)
-            return True
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-
-    def append(self, line: dict[str, Any]) -> None:
-        """One line in one write, durable, started on a fresh line after a torn one."""
-        data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
-        size = os.fstat(self._fd).st_size
-        if size and os.pread(self._fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        os.write(self._fd, data)
-        os.fsync(self._fd)
 
 
 def thread_prefix(questions_path: str, variant: str) -> str:
@@ -225,7 +148,14 @@ def _run(
             if error.startswith("ThreadBusy"):
                 out.fail(f"{source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
                 outcomes.append("busy")
-            elif not results.record(question, result):
+            elif not results.record(
+                {
+                    "id": question.id,
+                    "key": question.key,
+                    "question": question.text,
+                    **{k: v for k, v in result.items() if k not in ("index", "question")},
+                }
+            ):
                 outcomes.append("done")
             else:
                 outcomes.append("failed" if error else "ran")

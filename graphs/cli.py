@@ -1,4 +1,4 @@
-"""The ``reactgraph`` command line: ask, resume, show, threads, batch, demo."""
+"""The ``reactgraph`` command line: ask, resume, show, threads, batch, eval, prune, graph, demo."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 from reactgraph import REGISTRY, VARIANTS
 from reactgraph import console as out
 from reactgraph.commands import UsageError
+from reactgraph.commands_eval import add_eval_parser
 from reactgraph.commands_read import cmd_graph, cmd_show, cmd_threads
 from reactgraph.commands_run import cmd_ask, cmd_batch, cmd_demo, cmd_prune, cmd_resume
 from reactgraph.models import DEFAULT_TIMEOUT_S
@@ -79,8 +80,9 @@ def make_parser() -> Parser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     db = Parser(add_help=False)
     db.add_argument("--db", default=DEFAULT_DB, help="SQLite file or postgresql:// URL")
+    one = Parser(add_help=False)
+    one.add_argument("--variant", choices=VARIANTS, default="transcript", help="the loop to run")
     run = Parser(add_help=False)
-    run.add_argument("--variant", choices=VARIANTS, default="transcript", help="the loop to run")
     run.add_argument(
         "--model",
         default=os.environ.get("REACTGRAPH_MODEL") or DEFAULT_MODEL,
@@ -115,9 +117,18 @@ def make_parser() -> Parser:
         "--timeout",
         type=positive_float,
         default=DEFAULT_TIMEOUT_S,
-        help="model request timeout in seconds",
+        help="seconds a model call may take, the whole reply (a deadline, retried like a 5xx)",
     )
-    ask = commands.add_parser("ask", parents=[run, db, timeout], help="answer a question")
+    many = Parser(add_help=False)
+    many.add_argument(
+        "--concurrency", type=positive_int, default=8, help="runs at once, in all workers"
+    )
+    many.add_argument(
+        "--workers",
+        type=positive_int,
+        help="worker processes (default: the cores, capped by the questions)",
+    )
+    ask = commands.add_parser("ask", parents=[one, run, db, timeout], help="answer a question")
     ask.add_argument("question", help="the question")
     ask.add_argument("--thread", help="thread id (default: a new one)")
     ask.add_argument("--notes-dir", default="runs/notes", help="notes variants: notes folder")
@@ -136,18 +147,10 @@ def make_parser() -> Parser:
     threads = commands.add_parser("threads", parents=[db], help="list the runs in the database")
     threads.set_defaults(handler=cmd_threads)
     batch = commands.add_parser(
-        "batch", parents=[run, db, timeout], help="answer a JSONL of questions"
+        "batch", parents=[one, run, many, db, timeout], help="answer a JSONL of questions"
     )
     batch.add_argument("questions", help='JSONL file: {"question": "...", "id": ...} per line')
     batch.add_argument("--out", required=True, help="JSONL results, appended as runs finish")
-    batch.add_argument(
-        "--concurrency", type=positive_int, default=8, help="runs at once, in all workers"
-    )
-    batch.add_argument(
-        "--workers",
-        type=positive_int,
-        help="worker processes (default: the cores, capped by the questions)",
-    )
     batch.add_argument(
         "--prune",
         action="store_true",
@@ -160,6 +163,7 @@ def make_parser() -> Parser:
     prune.add_argument("threads", nargs="*", help="the threads to prune")
     prune.add_argument("--finished", action="store_true", help="every finished thread")
     prune.set_defaults(handler=cmd_prune)
+    add_eval_parser(commands, [run, many, timeout])
     graph = commands.add_parser("graph", help="draw a variant (Mermaid text, or --png FILE)")
     graph.add_argument("variant", choices=VARIANTS, help="the variant to draw")
     graph.add_argument("--png", help="write a PNG here instead (offline, via pygraphviz)")

@@ -105,6 +105,10 @@ def open_db(
         raise
     try:
         saver, store = SqliteSaver(checkpoints), SqliteStore(rows)
+        tables = {name for (name,) in checkpoints.execute("SELECT name FROM sqlite_master")}
+        if read_only and {"checkpoints", "writes"} <= tables:
+            # Its setup would switch the file to WAL, a write: the tables are there already.
+            saver.is_setup = True
         try:
             saver.setup()
             store.setup()

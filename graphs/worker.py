@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from reactgraph.persistence import RunRecord, aopen_db, new_record
 from reactgraph.pool import Job, Runner
 from reactgraph.pruning import prune_thread
 from reactgraph.tools import DEFAULT_CORPUS, calculator, search_tools
+from reactgraph.variants import variant as spec_of
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class Recipe:
     mcp: str | None = None
     default_tools: bool = True
     concurrency: int = 8
+    model_factory: Callable[[], Any] | None = None
+    """Builds the chat model instead of ``chat_model(model, ...)``: a scripted model in tests,
+    any LangChain chat model from Python. Picklable (a module-level function) for workers."""
 
     def record(self, thread: str, question: str) -> RunRecord:
         """The run record of one question's thread (what ``show`` and ``resume`` read)."""
@@ -76,36 +80,50 @@ async def _status(graph: Any, config: dict[str, Any]) -> tuple[str, dict[str, An
 
 @contextlib.asynccontextmanager
 async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
-    """A runner for this process: one model client, one graph, one database connection."""
-    key = os.environ.get("OPENAI_API_KEY") or None
-    model = chat_model(
-        recipe.model,
-        base_url=recipe.base_url,
-        api_key=key,
-        timeout=recipe.timeout,
-        concurrency=recipe.concurrency,
-    )
-    settings = {k: v for k, v in recipe.settings.items() if k != "notes_in_db"}
+    """A runner for this process: one model client, one database connection, and a graph per
+    variant (a job's ``extra`` may name another variant, and bring its own search pages)."""
+    if recipe.model_factory is not None:
+        model = recipe.model_factory()
+    else:
+        model = chat_model(
+            recipe.model,
+            base_url=recipe.base_url,
+            api_key=os.environ.get("OPENAI_API_KEY") or None,
+            timeout=recipe.timeout,
+            concurrency=recipe.concurrency,
+        )
     timeout = recipe.settings.get("tool_timeout")
     tools = await asyncio.to_thread(
         toolset, recipe.corpus, recipe.mcp, recipe.default_tools, timeout
     )
     async with aopen_db(recipe.db) as (saver, store):
         leases: dict[str, Lease] = {}
-        if recipe.settings.get("notes_in_db"):
-            settings["store"] = store
-        graph = build_graph(
-            recipe.variant,
-            model=model,
-            tools=tools,
-            checkpointer=GuardedSaver(saver, leases),
-            **settings,
-        )
+        guarded = GuardedSaver(saver, leases)
+        graphs: dict[str, Any] = {}
+
+        def graph_for(job: Job) -> Any:
+            extra = job.extra or {}
+            variant = extra.get("variant", recipe.variant)
+            pages = extra.get("pages")
+            if variant in graphs and pages is None:
+                return graphs[variant]
+            settings = {k: v for k, v in recipe.settings.items() if k != "notes_in_db"}
+            if recipe.settings.get("notes_in_db"):
+                settings["store"] = store
+            if spec_of(variant).setting("context_window") is None:
+                settings.pop("context_window", None)
+            # A question with its own pages (HotpotQA) searches those, and only those.
+            own = tools if pages is None else [*search_tools(pages=pages), calculator]
+            graph = build_graph(variant, model=model, tools=own, checkpointer=guarded, **settings)
+            if pages is None:
+                graphs[variant] = graph
+            return graph
 
         async def run(job: Job) -> dict[str, Any]:
             config = {"configurable": {"thread_id": job.thread_id}}
             started = time.perf_counter()
             try:
+                graph = graph_for(job)
                 with thread_lock(recipe.db, job.thread_id) as lease:
                     leases[job.thread_id] = lease
                     try:
@@ -131,14 +149,10 @@ async def _run_held(
     if status == "interrupted":
         values = await graph.ainvoke(None, config)  # a killed worker left it half done
     elif status == "unknown":
-        record = recipe.record(job.thread_id, job.question)
+        variant = (job.extra or {}).get("variant", recipe.variant)
+        record = dataclasses.replace(recipe, variant=variant).record(job.thread_id, job.question)
         await asyncio.to_thread(record.save, store)
         values = await graph.ainvoke({"question": job.question}, config)
     if recipe.prune:
         await asyncio.to_thread(prune_thread, graph, recipe.db, job.thread_id)
     return values
-
-
-def with_settings(recipe: Recipe, **settings: Any) -> Recipe:
-    """The recipe with more settings."""
-    return dataclasses.replace(recipe, settings={**recipe.settings, **settings})

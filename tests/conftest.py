@@ -34,6 +34,13 @@ def _is_local(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
+def elsewhere(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test runs in a folder of its own: a default path (runs/notes, say) never lands in
+    the checkout."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+@pytest.fixture(autouse=True)
 def no_network(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Fail any test that tries to connect beyond loopback (a real model endpoint, a download)."""
     attempts: list[Any] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -70,6 +71,23 @@ def seed_responder(request: dict[str, Any]) -> str:
     """The seed script for the test server, per conversation: any number of runs at once."""
     done = sum(str(m["content"]).startswith("Observation:") for m in request["messages"])
     return SEED[min(done, len(SEED) - 1)]
+
+
+def colour_reply(messages: Sequence[BaseMessage]) -> str:
+    """A scripted model for the eval tests' colour questions: search the creature, then answer
+    the colour the Observation states (or "unknown")."""
+    question = message_text(messages[0]).rsplit("Question:", 1)[-1]
+    observations = [m for m in messages if message_text(m).startswith("Observation:")]
+    if not observations:
+        found = re.search(r"What colour is the (.+?) (?:that|in)\b", question)
+        return f"Thought: look it up.\nAction: search[{found.group(1) if found else question}]"
+    colour = re.search(r"\bis (\w+)\.", message_text(observations[-1]))
+    return f"Final Answer: {colour.group(1) if colour else 'unknown'}"
+
+
+def colour_model() -> ScriptedChatModel:
+    """A fresh model answering with ``colour_reply`` (picklable, for worker processes)."""
+    return ScriptedChatModel(replies=[colour_reply] * 1000)
 
 
 def fake_model(*replies: Reply, **options: Any) -> FakeChatModel:

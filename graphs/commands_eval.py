@@ -1,0 +1,135 @@
+"""``reactgraph eval``: score the variants side by side on a question set."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from reactgraph import console as out
+from reactgraph.commands import UsageError, make_model
+from reactgraph.commands_run import recipe_from
+from reactgraph.eval.inputs import Item, bundled_questions, read_questions
+from reactgraph.eval.report import write_report
+from reactgraph.eval.run import DATABASE, read_results, run_eval
+from reactgraph.variants import REGISTRY, VARIANTS
+
+
+def chosen_variants(text: str) -> list[str]:
+    """``a,b,c`` as registered variant names, in that order, each once."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in REGISTRY]
+    if unknown or not names:
+        raise UsageError(
+            f"unknown variant(s) {', '.join(unknown) or '(none given)'} in --variants; "
+            f"choose from: {', '.join(VARIANTS)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def items_from(args: argparse.Namespace) -> list[Item]:
+    """The question set: a file in the chosen format, or the bundled one."""
+    if args.bundled == (args.questions is not None):
+        raise UsageError("give a question file, or --bundled for the bundled question set")
+    if args.bundled:
+        items = bundled_questions()
+    else:
+        try:
+            items, problems = read_questions(args.questions, args.format)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        for problem in problems:
+            out.warn(f"{args.questions}: {problem}; skipped")
+    if args.limit is not None:
+        items = items[: args.limit]
+    if not items:
+        raise UsageError(f"no question to run in {args.questions}")
+    return items
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    variants = chosen_variants(args.variants)
+    items = items_from(args)
+    folder = Path(args.out)
+    make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
+    args.variant = variants[0]  # the shared options are checked against the first variant
+    args.db = args.db or str((folder / DATABASE).resolve())
+    window, args.context_window = args.context_window, None
+    recipe = recipe_from(args)
+    if window is not None:
+        takers = [v for v in variants if REGISTRY[v].setting("context_window")]
+        if not takers:
+            raise UsageError("--context-window applies to none of these variants")
+        recipe.settings["context_window"] = window  # used by the variants that have one
+    started = time.perf_counter()
+    with out.progress() as bar:
+        task = bar.add_task("pairs", total=None)
+
+        def on_start(todo: int, done: int) -> None:
+            if done:
+                out.console.print(f"[dim]{done} pair(s) already done in {folder}; skipped[/dim]")
+            bar.update(task, total=todo)
+
+        try:
+            for _ in run_eval(
+                recipe,
+                items,
+                variants,
+                folder,
+                workers=args.workers,
+                concurrency=args.concurrency,
+                on_start=on_start,
+            ):
+                bar.advance(task)
+        except KeyboardInterrupt:
+            out.errors.print("\nInterrupted: finished pairs are kept; run the same command again")
+            return 130
+    return report(folder, variants, args.model, time.perf_counter() - started, len(items))
+
+
+def report(folder: Path, variants: list[str], model: str, wall: float, questions: int) -> int:
+    """Write summary.md and summary.png, print the table; 1 if a pair ended in an error."""
+    lines = [line for line in read_results(folder) if line.get("variant") in variants]
+    notes = [
+        f"{questions} question(s) x {len(variants)} variant(s); this run's wall time "
+        f"{wall:.1f} s (variants interleaved: the seconds column sums each variant's runs)",
+    ]
+    table = write_report(lines, folder, model=model, notes=notes)
+    out.console.print(table, markup=False)
+    out.console.print(f"[dim]wrote {folder / 'summary.md'} and {folder / 'summary.png'}[/dim]")
+    failed: Any = [line for line in lines if line.get("error")]
+    return 1 if failed else 0
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def add_eval_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """The ``eval`` sub-command and its options."""
+    evaluate = commands.add_parser(
+        "eval", parents=parents, help="score the variants side by side on a question set"
+    )
+    evaluate.add_argument("questions", nargs="?", help="a JSONL (or --format hotpotqa) file")
+    evaluate.add_argument(
+        "--bundled", action="store_true", help="the bundled question set over the bundled corpus"
+    )
+    evaluate.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="comma-separated variants to compare",
+    )
+    evaluate.add_argument(
+        "--format", choices=("jsonl", "hotpotqa"), default="jsonl", help="the questions' format"
+    )
+    evaluate.add_argument("--limit", type=positive, help="only the first N questions")
+    evaluate.add_argument(
+        "--out", default=os.path.join("runs", "eval"), help="folder for results and summary"
+    )
+    evaluate.add_argument("--db", help="database of the runs (default: OUT/runs.sqlite)")
+    evaluate.set_defaults(handler=cmd_eval, prune=False)

@@ -1,0 +1,122 @@
+"""Running an eval: every question through every variant named, in worker processes, each pair
+on a thread of its own in the eval's database, its scored result appended to ``results.jsonl``.
+
+A re-run skips the pairs with a result line and resumes those a kill left half done, so no pair
+is run twice and none is lost. A HotpotQA question searches only its own paragraphs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from reactgraph.eval.inputs import Item
+from reactgraph.eval.score import score_answer
+from reactgraph.pool import Job, run_parallel
+from reactgraph.resultsfile import Results
+from reactgraph.worker import Recipe, open_runner
+
+RESULTS = "results.jsonl"
+DATABASE = "runs.sqlite"
+
+
+def pair_key(variant: str, item_id: str) -> str:
+    """The results file's key of a (question, variant) pair."""
+    return json.dumps([variant, item_id], ensure_ascii=False)
+
+
+def thread_of(variant: str, item_id: str) -> str:
+    """The thread a pair runs on: readable, and unique whatever the id holds."""
+    digest = hashlib.sha256(pair_key(variant, item_id).encode()).hexdigest()[:10]
+    return f"eval-{variant}-{digest}"
+
+
+def jobs_for(items: Sequence[Item], variants: Sequence[str], done: set[str]) -> list[Job]:
+    """One job per pair not done yet, variants interleaved so a partial eval compares them."""
+    jobs: list[Job] = []
+    for item in items:
+        for variant in variants:
+            if pair_key(variant, item.id) in done:
+                continue
+            pages = {t: list(p) for t, p in item.pages.items()} if item.pages else None
+            extra = {"variant": variant, "item": item.id, "pages": pages}
+            jobs.append(Job(len(jobs), item.question, thread_of(variant, item.id), extra))
+    return jobs
+
+
+def scored(item: Item, variant: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A result line: the run's outcome, its gold answers and its scores."""
+    score = score_answer(result.get("answer"), item.gold)
+    return {
+        "key": pair_key(variant, item.id),
+        "id": item.id,
+        "variant": variant,
+        "question": item.question,
+        "answer": result.get("answer"),
+        "gold": list(item.gold),
+        "em": score.em,
+        "f1": score.f1,
+        "status": result.get("status"),
+        "turns": result.get("turns", 0),
+        "prompt_tokens": result.get("prompt_tokens", 0),
+        "completion_tokens": result.get("completion_tokens", 0),
+        "seconds": result.get("seconds", 0.0),
+        "error": result.get("error"),
+        "thread_id": result.get("thread_id"),
+    }
+
+
+def run_eval(
+    recipe: Recipe,
+    items: Sequence[Item],
+    variants: Sequence[str],
+    folder: str | Path,
+    *,
+    workers: int | None = None,
+    concurrency: int = 8,
+    on_start: Callable[[int, int], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Run the pairs not done yet; yield each scored result line as it is appended to
+    ``folder/results.jsonl``. ``recipe.db`` defaults to ``folder/runs.sqlite``, so every pair's
+    run can be read with ``reactgraph show THREAD --db ...``. ``on_start(todo, done)`` is told
+    how many pairs will run and how many are done already."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not recipe.db:
+        recipe = dataclasses.replace(recipe, db=str((folder / DATABASE).resolve()))
+    results = Results(str(folder / RESULTS))
+    try:
+        results.refresh(report=True)
+        jobs = jobs_for(items, variants, results.done)
+        if on_start is not None:
+            on_start(len(jobs), len(items) * len(variants) - len(jobs))
+        by_id = {item.id: item for item in items}
+        runner = functools.partial(open_runner, recipe)
+        for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
+            extra = jobs[result["index"]].extra
+            line = scored(by_id[extra["item"]], extra["variant"], result)
+            if results.record(line):
+                yield line
+    finally:
+        results.close()
+
+
+def read_results(folder: str | Path) -> list[dict[str, Any]]:
+    """Every result line of an eval folder (the report keeps the last of each pair)."""
+    path = Path(folder) / RESULTS
+    if not path.exists():
+        return []
+    lines = []
+    for text in path.read_text("utf-8").splitlines():
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue  # a line torn by a kill: its pair runs again
+        if isinstance(value, dict):
+            lines.append(value)
+    return lines

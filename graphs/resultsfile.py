@@ -1,0 +1,88 @@
+"""A results file of JSON lines, one per finished question (``batch``) or pair (``eval``): which
+keys it holds a finished result for, and appends that are never torn or written twice.
+
+It is read again from where it was last read, so a results file shared by several processes
+(two batches on one file) stays consistent; each append is one write, under the file's lock,
+started on a fresh line if a killed writer left a torn one."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from reactgraph import console as out
+from reactgraph.jsonl import BadLine, id_text, read_jsonl_stream
+
+
+def _key(result: dict[str, Any]) -> str | None:
+    key, given = result.get("key"), result.get("id")
+    if isinstance(key, str):
+        return key
+    # Result lines written before "key" existed: their id as text.
+    return id_text(given) if isinstance(given, str | int | float) else None
+
+
+class Results:
+    """The results file: which questions it holds a finished result for, read again from where
+    it was last read, and appends of one whole line each."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self._offset = 0
+        self.done: set[str] = set()
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def refresh(self, report: bool = False) -> None:
+        """Take in the lines written since the last look; ``report`` the unusable ones."""
+        position = self._offset
+        with open(self.path, "rb") as stream:
+            stream.seek(self._offset)
+            for number, value in read_jsonl_stream(stream):
+                if isinstance(value, BadLine) and value.torn:
+                    if report:
+                        out.warn(
+                            f"{self.path}:{number}: a result line cut short (a killed batch); "
+                            "its question runs again"
+                        )
+                    break  # it may be a line being written: look at it again next time
+                if isinstance(value, BadLine) or not isinstance(value, dict):
+                    if report:
+                        out.warn(f"{self.path}:{number}: not a result line; ignored")
+                elif value.get("status") and not value.get("error"):
+                    key = _key(value)
+                    if key is not None:
+                        self.done.add(key)
+                position = stream.tell()
+        self._offset = position
+
+    def record(self, line: dict[str, Any]) -> bool:
+        """Append a result line (with its ``key``) unless a finished result with that key is
+        there already (written by another process on this file); whether it was appended.
+        Holds the file's lock while it reads and writes."""
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            self.refresh()
+            if line["key"] in self.done:
+                return False
+            self.append(line)
+            if line.get("error") is None:
+                self.done.add(line["key"])
+            return True
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def append(self, line: dict[str, Any]) -> None:
+        """One line in one write, durable, started on a fresh line after a torn one."""
+        data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        os.write(self._fd, data)
+        os.fsync(self._fd)

@@ -1,0 +1,188 @@
+"""``reactgraph eval`` end to end: HotpotQA questions searching only their own paragraphs, the
+scripted model and the local OpenAI-compatible server, resuming without running a pair twice,
+the summary adding up to the result lines, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from reactgraph.eval import read_hotpotqa, summarize
+from reactgraph.eval.run import read_results, run_eval
+from reactgraph.worker import Recipe
+from tests.fakes import FakeOpenAIServer, colour_model, colour_reply
+from tests.test_cli import cli, one_line_error, popen
+
+ROOT = Path(__file__).resolve().parents[1]
+HOTPOT = ROOT / "tests" / "data" / "hotpot_mini.json"
+
+
+def recipe(tmp_path: Path, **changes: object) -> Recipe:
+    base = {
+        "variant": "transcript",
+        "model": "scripted",
+        "base_url": None,
+        "timeout": 10.0,
+        "corpus": None,
+        "settings": {"tool_timeout": 10.0},
+        "db": str(tmp_path / "runs.sqlite"),
+        "model_factory": colour_model,
+    }
+    return Recipe(**{**base, **changes})  # type: ignore[arg-type]
+
+
+def test_hotpotqa_questions_search_only_their_own_paragraphs(tmp_path: Path) -> None:
+    items, problems = read_hotpotqa(HOTPOT)
+    assert len(items) == 3 and len(problems) == 1
+    variants = ["transcript", "notes"]
+    lines = list(run_eval(recipe(tmp_path), items, variants, tmp_path / "out", workers=1))
+    assert len(lines) == 6
+    by = {(line["id"], line["variant"]): line for line in lines}
+    for variant in variants:
+        assert by["5a8b57f25542995d1e6f1371", variant]["answer"] == "blue"
+        assert by["5a8c7595554299585d9e36b6", variant]["answer"] == "red"
+        # The third question's pages never mention a zorblat: the first question's page,
+        # which says it is blue, is not in its search.
+        assert by["5a85ea095542994775f606a8", variant]["answer"] == "unknown"
+        assert all(by[i.id, variant]["em"] == 1.0 for i in items)
+    assert read_results(tmp_path / "out") == lines
+
+
+def test_the_summary_adds_up_to_the_result_lines(tmp_path: Path) -> None:
+    items, _ = read_hotpotqa(HOTPOT)
+    lines = list(run_eval(recipe(tmp_path), items, ["transcript"], tmp_path / "out", workers=1))
+    (row,) = summarize(lines)
+    assert row.n == 3 and row.em == sum(line["em"] for line in lines) / 3
+    assert row.prompt_tokens == sum(line["prompt_tokens"] for line in lines)
+    assert row.statuses["answered"] == 3
+
+
+def test_over_the_local_server_with_workers(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = lambda body: colour_reply(
+        [type("M", (), {"content": m["content"]})() for m in body["messages"]]  # type: ignore[misc]
+    )
+    out = tmp_path / "eval"
+    run = cli(
+        "eval",
+        str(HOTPOT),
+        "--format",
+        "hotpotqa",
+        "--variants",
+        "transcript,notes_compaction",
+        "--workers",
+        "2",
+        "--base-url",
+        openai_server.url,
+        "--model",
+        "test-model",
+        "--context-window",
+        "32000",
+        "--out",
+        str(out),
+    )
+    assert run.returncode == 0, run.stderr
+    assert "hotpot_mini.json: index 3" in run.stderr  # the broken entry, as a warning
+    lines = read_results(out)
+    assert (
+        sorted((line["variant"], line["em"]) for line in lines)
+        == [
+            ("notes_compaction", 1.0),
+        ]
+        * 3
+        + [("transcript", 1.0)] * 3
+    )
+    summary = (out / "summary.md").read_text()
+    assert "| transcript |" in summary and "| notes_compaction |" in summary
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "transcript" in run.stdout and "EM" in run.stdout
+
+
+def test_an_interrupted_eval_resumes_without_running_a_pair_twice(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.latency_s = 0.3
+    openai_server.responder = lambda body: colour_reply(
+        [type("M", (), {"content": m["content"]})() for m in body["messages"]]  # type: ignore[misc]
+    )
+    out = tmp_path / "eval"
+    args = [
+        "eval",
+        str(HOTPOT),
+        "--format",
+        "hotpotqa",
+        "--variants",
+        "transcript,notes",
+        "--workers",
+        "1",
+        "--concurrency",
+        "1",
+        "--base-url",
+        openai_server.url,
+        "--out",
+        str(out),
+    ]
+    first = popen(*args)
+    deadline = time.time() + 60
+    while len(read_results(out)) < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err
+    done = {line["key"] for line in read_results(out)}
+    assert 2 <= len(done) < 6
+    second = cli(*args)
+    assert second.returncode == 0, second.stderr
+    assert f"{len(done)} pair(s) already done" in second.stdout
+    keys = [line["key"] for line in read_results(out)]
+    assert sorted(keys) == sorted(set(keys)) and len(keys) == 6  # each pair once, none lost
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--bundled", "--variants", "transcript,nope"], "unknown variant(s) nope"),
+        (["x.json", "--format", "csv"], "invalid choice: 'csv'"),
+        (["/no/such/file.jsonl"], "/no/such/file.jsonl"),
+        ([], "give a question file, or --bundled"),
+    ],
+)
+def test_bad_eval_input_is_one_line(args: list[str], fragment: str) -> None:
+    one_line_error(cli("eval", *args, "--base-url", "http://127.0.0.1:9/v1"), fragment)
+
+
+def test_the_bundled_set_runs_with_three_variants_and_writes_three_files(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    def responder(body: dict) -> str:
+        seen = sum(str(m["content"]).startswith("Observation:") for m in body["messages"])
+        question = str(body["messages"][0]["content"]).rsplit("Question:", 1)[-1].strip()
+        if seen == 0:
+            return f"Thought: search.\nAction: search[{question[:60]}]"
+        return "Final Answer: 1889"
+
+    openai_server.responder = responder
+    out = tmp_path / "bundled"
+    run = cli(
+        "eval",
+        "--bundled",
+        "--variants",
+        "transcript,notes,compaction",
+        "--limit",
+        "4",
+        "--base-url",
+        openai_server.url,
+        "--context-window",
+        "64000",
+        "--out",
+        str(out),
+    )
+    assert run.returncode == 0, run.stderr
+    assert {p.name for p in out.iterdir()} >= {"results.jsonl", "summary.md", "summary.png"}
+    assert len(read_results(out)) == 12
+    assert json.loads((out / "results.jsonl").read_text().splitlines()[0])["gold"]
