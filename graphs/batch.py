@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
+
+from reactgraph.pool import Job, run_parallel
 
 
 class BatchResult(TypedDict):
@@ -98,6 +102,51 @@ def check_concurrency(concurrency: Any) -> None:
         raise TypeError("concurrency must be an int")
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+
+
+def run_processes(
+    build: Callable[[], Any],
+    questions: Sequence[str],
+    *,
+    workers: int | None = None,
+    concurrency: int = 8,
+    thread_prefix: str | None = None,
+) -> Iterator[BatchResult]:
+    """``run_many`` on every core: the questions shared out among ``workers`` processes (default:
+    the cores, capped by the questions), ``concurrency`` runs in flight in all; each result
+    yielded as its run ends, in this process. ``build`` makes each worker's graph: a picklable
+    zero-argument callable (a module-level function, or a ``functools.partial`` of one)
+    returning a graph, or an async context manager yielding one (to open an async
+    checkpointer in the worker). A worker that dies gives its runs in flight an ``error``."""
+    check_concurrency(concurrency)
+    prefix = thread_prefix or uuid.uuid4().hex[:12]
+    jobs = [Job(i, q, f"{prefix}-{i}") for i, q in enumerate(questions)]
+    runner = functools.partial(_graph_runner, build)
+    for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
+        if "question" not in result:  # a job its worker never finished
+            result = result_of(
+                result["index"],
+                questions[result["index"]],
+                result["thread_id"],
+                None,
+                0.0,
+                RuntimeError(result["error"]),
+            )
+        yield result  # type: ignore[misc]
+
+
+@contextlib.asynccontextmanager
+async def _graph_runner(build: Callable[[], Any]) -> AsyncIterator[Callable[[Job], Any]]:
+    made = build()
+    if hasattr(made, "__aenter__"):
+        async with made as graph:
+            yield functools.partial(_run_job, graph)
+    else:
+        yield functools.partial(_run_job, made)
+
+
+async def _run_job(graph: Any, job: Job) -> BatchResult:
+    return await run_one(graph, job.index, job.question, job.thread_id)
 
 
 def run_batch(

@@ -371,3 +371,27 @@ class FakeOpenAIServer:
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(data)
+
+
+def colour_graph() -> Any:
+    """A transcript graph answering with ``colour_reply`` over the bundled search (for worker
+    processes, which build their own)."""
+    from reactgraph import build_graph
+    from reactgraph.tools import search_tools
+
+    return build_graph("transcript", model=colour_model(), tools=search_tools())
+
+
+def dying_graph() -> Any:
+    """A graph whose model ends its process on a question that says "die" (a worker killed
+    mid-run), and otherwise answers at once."""
+    import os
+
+    from reactgraph import build_graph
+
+    def reply(messages: Sequence[BaseMessage]) -> str:
+        if "die" in message_text(messages[0]).rsplit("Question:", 1)[-1]:
+            os._exit(9)
+        return "Final Answer: ok"
+
+    return build_graph("transcript", model=ScriptedChatModel(replies=[reply] * 100), tools=[])

@@ -22,6 +22,13 @@ from tests.fakes import FakeOpenAIServer, Raw, Runner, Trickle, action, answer, 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The HTTP fault tests run on both of chat_model's async transports."""
+    monkeypatch.setattr("reactgraph.models.default_transport", lambda: request.param)
+    return request.param
+
+
 def http_graph(server: FakeOpenAIServer, **settings: object):
     timeout = settings.pop("timeout", 5.0)
     llm = chat_model("gpt-4o-mini", base_url=server.url, timeout=timeout)  # type: ignore[arg-type]
@@ -29,7 +36,7 @@ def http_graph(server: FakeOpenAIServer, **settings: object):
 
 
 def test_a_server_trickling_bytes_is_cut_at_a_deadline_per_call(
-    openai_server: FakeOpenAIServer, run: Runner
+    openai_server: FakeOpenAIServer, run: Runner, transport: str
 ) -> None:
     # Each 8-byte piece comes within the 1 s read timeout; the whole body would take ~40 s.
     openai_server.script.extend([Trickle(0.15), Trickle(0.15)])
@@ -48,7 +55,7 @@ def test_a_server_trickling_bytes_is_cut_at_a_deadline_per_call(
     ids=["malformed-json", "no-choices"],
 )
 def test_malformed_responses_are_retried_like_a_5xx(
-    openai_server: FakeOpenAIServer, run: Runner, body: str
+    openai_server: FakeOpenAIServer, run: Runner, body: str, transport: str
 ) -> None:
     openai_server.script.extend([Raw(body), "Final Answer: ok"])
     out = run(http_graph(openai_server), {"question": "q"})
@@ -59,7 +66,7 @@ def test_malformed_responses_are_retried_like_a_5xx(
 
 
 def test_a_null_reply_gets_one_correction_and_a_second_ends_the_run(
-    openai_server: FakeOpenAIServer, run: Runner
+    openai_server: FakeOpenAIServer, run: Runner, transport: str
 ) -> None:
     null = Raw(
         '{"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": '

@@ -14,7 +14,14 @@ from reactgraph import build_graph
 from reactgraph.models import chat_model
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.tools import calculator, search_tools
-from tests.fakes import SEED, FakeOpenAIServer, Fault, Hang, ToolLog, sleepy
+from tests.fakes import SEED, FakeOpenAIServer, Fault, Hang, Runner, ToolLog, sleepy
+
+
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both of chat_model's async transports."""
+    monkeypatch.setattr("reactgraph.models.default_transport", lambda: request.param)
+    return request.param
 
 
 def seed_graph(server: FakeOpenAIServer, log: ToolLog, model: str = "gpt-4o-mini", **kwargs):
@@ -25,10 +32,10 @@ def seed_graph(server: FakeOpenAIServer, log: ToolLog, model: str = "gpt-4o-mini
     )
 
 
-def test_seed_scenario_over_http(openai_server: FakeOpenAIServer) -> None:
+def test_seed_scenario_over_http(openai_server: FakeOpenAIServer, run: Runner) -> None:
     openai_server.script.extend(SEED)
     log = ToolLog()
-    out = seed_graph(openai_server, log).invoke({"question": "How many years?"})
+    out = run(seed_graph(openai_server, log), {"question": "How many years?"})
     assert out["answer"] == "48" and out["status"] == "answered"
     assert log.calls == [
         ("search", "Eiffel Tower"),
@@ -43,36 +50,42 @@ def test_seed_scenario_over_http(openai_server: FakeOpenAIServer) -> None:
     assert all(t["token_source"] == "usage" for t in out["turns"])
 
 
-def test_a_provider_that_ignores_stop_is_cut_on_our_side(openai_server: FakeOpenAIServer) -> None:
+def test_a_provider_that_ignores_stop_is_cut_on_our_side(
+    openai_server: FakeOpenAIServer, run: Runner
+) -> None:
     openai_server.honour_stop = False
     openai_server.script.extend(
         ["Action: calculator[2+2]\nObservation: 5\nFinal Answer: 5", "Final Answer: 4"]
     )
-    out = seed_graph(openai_server, ToolLog()).invoke({"question": "2+2?"})
+    out = run(seed_graph(openai_server, ToolLog()), {"question": "2+2?"})
     assert out["turns"][0]["observation"] == "4" and out["answer"] == "4"
     assert "Observation: 5" in out["turns"][0]["reply"]
     assert "Observation: 5" not in str(openai_server.requests[1]["messages"])
 
 
-def test_reasoning_models_are_called_without_stop(openai_server: FakeOpenAIServer) -> None:
+def test_reasoning_models_are_called_without_stop(
+    openai_server: FakeOpenAIServer, run: Runner
+) -> None:
     openai_server.honour_stop = False
     openai_server.script.extend(["Action: calculator[1+1]\nObservation: 3", "Final Answer: 2"])
-    out = seed_graph(openai_server, ToolLog(), model="o3-mini").invoke({"question": "1+1?"})
+    out = run(seed_graph(openai_server, ToolLog(), model="o3-mini"), {"question": "1+1?"})
     assert all("stop" not in r for r in openai_server.requests)
     assert out["answer"] == "2" and out["turns"][0]["observation"] == "2"
 
 
 def test_an_unknown_model_rejecting_stop_is_retried_without_it_and_remembered(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, run: Runner
 ) -> None:
     openai_server.reject_stop = True
     openai_server.script.extend(["Action: calculator[1+1]", "Final Answer: 2"])
-    out = seed_graph(openai_server, ToolLog(), model="my-local-model").invoke({"question": "q"})
+    out = run(seed_graph(openai_server, ToolLog(), model="my-local-model"), {"question": "q"})
     assert out["answer"] == "2"
     assert ["stop" in r for r in openai_server.requests] == [True, False, False]
 
 
-def test_think_blocks_are_removed_before_parsing(openai_server: FakeOpenAIServer) -> None:
+def test_think_blocks_are_removed_before_parsing(
+    openai_server: FakeOpenAIServer, run: Runner
+) -> None:
     openai_server.honour_stop = False
     openai_server.script.extend(
         [
@@ -81,11 +94,13 @@ def test_think_blocks_are_removed_before_parsing(openai_server: FakeOpenAIServer
             "<think>done</think>Final Answer: 48",
         ]
     )
-    out = seed_graph(openai_server, ToolLog()).invoke({"question": "q"})
+    out = run(seed_graph(openai_server, ToolLog()), {"question": "q"})
     assert out["turns"][0]["observation"] == "48" and out["answer"] == "48"
 
 
-def test_429_and_5xx_are_retried_honouring_retry_after(openai_server: FakeOpenAIServer) -> None:
+def test_429_and_5xx_are_retried_honouring_retry_after(
+    openai_server: FakeOpenAIServer, run: Runner
+) -> None:
     openai_server.script.extend(
         [
             Fault(429, "slow down", {"Retry-After": "0.3"}),
@@ -94,19 +109,19 @@ def test_429_and_5xx_are_retried_honouring_retry_after(openai_server: FakeOpenAI
         ]
     )
     started = time.perf_counter()
-    out = seed_graph(openai_server, ToolLog()).invoke({"question": "q"})
+    out = run(seed_graph(openai_server, ToolLog()), {"question": "q"})
     assert out["answer"] == "ok" and len(openai_server.requests) == 3
     assert time.perf_counter() - started >= 0.3
 
 
-def test_a_request_timeout_is_retried(openai_server: FakeOpenAIServer) -> None:
+def test_a_request_timeout_is_retried(openai_server: FakeOpenAIServer, run: Runner) -> None:
     openai_server.script.extend([Hang(3.0), "Final Answer: ok"])
-    out = seed_graph(openai_server, ToolLog(), timeout=0.5).invoke({"question": "q"})
+    out = run(seed_graph(openai_server, ToolLog(), timeout=0.5), {"question": "q"})
     assert out["answer"] == "ok" and len(openai_server.requests) == 2
 
 
 def test_spent_retries_stop_the_run_and_a_checkpointed_run_resumes(
-    openai_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer, run: Runner
 ) -> None:
     down = Fault(500, "down", {"Retry-After": "0"})
     openai_server.script.extend(["Action: calculator[1+1]", down, down])
@@ -114,11 +129,11 @@ def test_spent_retries_stop_the_run_and_a_checkpointed_run_resumes(
     graph = seed_graph(openai_server, log, checkpointer=InMemorySaver(), model_retries=1)
     config = {"configurable": {"thread_id": "flaky"}}
     with pytest.raises(ModelCallError, match="failed after 2 attempts"):
-        graph.invoke({"question": "q"}, config)
+        run(graph, {"question": "q"}, config)
     assert log.calls == [("calculator", "1+1")]
     assert graph.get_state(config).next == ("call_model",)
     openai_server.script.extend(["Final Answer: 2"])
-    out = graph.invoke(None, config)
+    out = run(graph, None, config)
     assert out["answer"] == "2"
     assert log.calls == [("calculator", "1+1")]  # the completed tool call is not repeated
     assert [t["turn"] for t in out["turns"]] == [1, 2]

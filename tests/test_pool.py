@@ -1,0 +1,93 @@
+"""Runs shared out among worker processes: every question answered exactly once, a dead worker
+costing only the runs it held, and ``reactgraph batch --workers`` across kills and re-runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from reactgraph.batch import run_processes
+from tests.fakes import FakeOpenAIServer, colour_graph, dying_graph, seed_responder
+from tests.test_cli import cli, popen
+
+
+def test_every_question_is_answered_once_across_workers() -> None:
+    questions = [f"What colour is the tallow finch in box {i}?" for i in range(12)]
+    results = list(run_processes(colour_graph, questions, workers=2, concurrency=4))
+    assert sorted(r["index"] for r in results) == list(range(12))
+    assert len({r["thread_id"] for r in results}) == 12
+    assert all(r["error"] is None and r["status"] == "answered" for r in results)
+
+
+def test_a_dead_worker_costs_only_the_runs_it_held() -> None:
+    questions = ["fine 1", "please die", "fine 2", "fine 3", "fine 4", "fine 5"]
+    # One run in flight per worker: the dead one held only the question that killed it.
+    runs = run_processes(dying_graph, questions, workers=2, concurrency=2)
+    results = {r["index"]: r for r in runs}
+    assert sorted(results) == list(range(6))
+    assert "died" in (results[1]["error"] or "")
+    assert [i for i, r in results.items() if r["status"] == "answered"] == [0, 2, 3, 4, 5]
+
+
+def workers_of(pid: int) -> list[int]:
+    """The worker processes of a batch (not multiprocessing's resource tracker)."""
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    workers = []
+    for child in map(int, found.stdout.split()):
+        command = Path(f"/proc/{child}/cmdline").read_bytes()
+        if b"spawn_main" in command and b"resource_tracker" not in command:
+            workers.append(child)
+    return workers
+
+
+def test_batch_workers_a_killed_worker_and_a_rerun_answer_each_question_once(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    hold = {"on": True}
+
+    def responder(body: dict) -> str:
+        question = str(body["messages"][0]["content"]).rsplit("Question:", 1)[-1]
+        while int(question.split()[-1]) >= 2 and hold["on"]:
+            time.sleep(0.05)  # held until a worker is killed: both hold runs by then
+        return seed_responder(body)
+
+    openai_server.responder = responder
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        "".join(json.dumps({"question": f"question {i}", "id": i}) + "\n" for i in range(8))
+    )
+    results, db = tmp_path / "r.jsonl", str(tmp_path / "runs.sqlite")
+    args = [
+        "batch",
+        str(questions),
+        "--out",
+        str(results),
+        "--db",
+        db,
+        "--workers",
+        "2",
+        "--base-url",
+        openai_server.url,
+    ]
+    first = popen(*args)
+    deadline = time.time() + 90
+    while openai_server.active < 6 and time.time() < deadline:
+        time.sleep(0.05)
+    workers = workers_of(first.pid)
+    assert len(workers) == 2, workers
+    os.kill(workers[0], signal.SIGKILL)  # one worker dies, whatever it held
+    hold["on"] = False
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 1, err  # the runs the dead worker held failed...
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert any("died" in (line["error"] or "") for line in lines)
+    second = cli(*args)  # ...and the re-run finishes them
+    assert second.returncode == 0, second.stderr
+    final = [json.loads(line) for line in results.read_text().splitlines()]
+    answered = [line["key"] for line in final if not line["error"]]
+    assert sorted(answered) == sorted({str(i) for i in range(8)})  # each once, none lost
+    assert len(answered) == len(set(answered))

@@ -1,0 +1,48 @@
+"""chat_model's async client: aiohttp when installed (else httpx), one connection pool per
+event loop, so a model works from any number of asyncio.run calls."""
+
+from __future__ import annotations
+
+import asyncio
+
+import openai
+import pytest
+
+from reactgraph import build_graph
+from reactgraph.models import chat_model
+from reactgraph.transport import LoopLocalClient, aiohttp_available, default_transport
+from tests.fakes import FakeOpenAIServer
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_one_model_serves_several_event_loops_on_its_own_pools(
+    openai_server: FakeOpenAIServer, transport: str
+) -> None:
+    openai_server.responder = lambda body: "Final Answer: ok"
+    llm = chat_model("gpt-4o-mini", base_url=openai_server.url, transport=transport)
+    graph = build_graph("transcript", model=llm, tools=[])
+    client = llm.http_async_client
+    assert isinstance(client, LoopLocalClient) and client.transport_name == transport
+    pools = []
+
+    async def once() -> str:
+        out = await graph.ainvoke({"question": "q"})
+        pools.append(client._pools[asyncio.get_running_loop()])
+        return out["answer"]
+
+    # The second asyncio.run failed with "Event loop is closed" when one pool was shared.
+    assert [asyncio.run(once()), asyncio.run(once())] == ["ok", "ok"]
+    kind = openai.DefaultAioHttpClient if transport == "aiohttp" else openai.DefaultAsyncHttpxClient
+    assert all(isinstance(pool, kind) for pool in pools) and pools[0] is not pools[1]
+
+
+def test_aiohttp_is_the_default_when_installed() -> None:
+    assert aiohttp_available()  # the dev extra installs it, so both transports are tested
+    assert default_transport() == "aiohttp"
+
+
+def test_bad_transport_settings_raise() -> None:
+    with pytest.raises(ValueError, match="transport"):
+        chat_model("m", base_url="http://127.0.0.1:9/v1", transport="curl")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="concurrency"):
+        chat_model("m", base_url="http://127.0.0.1:9/v1", concurrency=0)
