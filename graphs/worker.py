@@ -65,9 +65,11 @@ def toolset(
     if default_tools:
         tools += [*search_tools(corpus or DEFAULT_CORPUS), calculator]
     if mcp:
-        from reactgraph.tools.mcp import load_mcp_tools
+        from reactgraph.tools.mcp import load_mcp_tools, normalize_servers
 
-        tools += load_mcp_tools(mcp, call_timeout=tool_timeout)
+        # Several servers often share tool names (add, search): then every name says its server.
+        prefix = len(normalize_servers(mcp)) > 1
+        tools += load_mcp_tools(mcp, call_timeout=tool_timeout, prefix=prefix)
     return tools
 
 

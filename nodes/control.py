@@ -59,17 +59,23 @@ def start_run(
     }
 
 
-def repeats(turns: Sequence[Turn], parsed: ParsedReply, limit: int) -> int:
+def repeats(turns: Sequence[Turn], parsed: ParsedReply, text: str, limit: int) -> int:
     """How many times in a row (this reply included, at most ``limit``) the same action with
-    the same input came. Only the last ``limit`` turns are looked at."""
-    if parsed["kind"] != "action":
+    the same input came, or the same unreadable reply word for word. Only the last ``limit``
+    turns are looked at."""
+    if parsed["kind"] == "answer":
         return 0
     count = 1
     for index in range(len(turns) - 1, max(len(turns) - limit + 1, 0) - 1, -1):
         turn = turns[index]
-        if turn["kind"] != "action":
-            break
-        if (turn["action"], turn["action_input"]) != (parsed["action"], parsed["action_input"]):
+        if parsed["kind"] == "action":
+            same = turn["kind"] == "action" and (turn["action"], turn["action_input"]) == (
+                parsed["action"],
+                parsed["action_input"],
+            )
+        else:
+            same = turn["kind"] == "invalid" and turn["text"] == text
+        if not same:
             break
         count += 1
     return count
@@ -92,8 +98,8 @@ def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, A
     if parsed["kind"] == "answer":
         update["turns"] = [new_turn(state, "answer", reply=reply, parsed=parsed)]
         update.update(answer=parsed["answer"], status="answered")
-    elif repeats(turns, parsed, limit) >= limit or empty_twice(turns, reply["text"]):
-        logger.warning("stuck: %s[%s] repeated", parsed["action"], parsed["action_input"])
+    elif repeats(turns, parsed, reply["text"], limit) >= limit or empty_twice(turns, reply["text"]):
+        logger.warning("stuck: the same reply again: %r", reply["text"][:200])
         update["turns"] = [new_turn(state, "stuck", reply=reply, parsed=parsed)]
         update["status"] = "stuck"
     return update

@@ -134,6 +134,17 @@ def test_parse_reply_detects_stuck(deps) -> None:
     assert "status" not in update
 
 
+def test_the_same_unreadable_reply_again_and_again_is_stuck(deps) -> None:
+    bad = {**turn(1), "kind": "invalid", "text": "Final Answer:", "action": None}
+    twice = [bad, {**bad, "turn": 2}]
+    assert "status" not in parse_reply(
+        state(turns=twice[:1], reply=reply("Final Answer:")), {}, deps
+    )
+    assert (
+        parse_reply(state(turns=twice, reply=reply("Final Answer:")), {}, deps)["status"] == "stuck"
+    )
+
+
 def test_two_empty_replies_in_a_row_are_stuck(deps) -> None:
     empty = {**turn(1), "kind": "invalid", "text": "", "action": None, "action_input": None}
     assert "status" not in parse_reply(state(reply=reply("")), {}, deps)
@@ -143,9 +154,9 @@ def test_two_empty_replies_in_a_row_are_stuck(deps) -> None:
 def test_repeats_counts_only_the_trailing_identical_actions_up_to_the_limit() -> None:
     parsed = {"kind": "action", "action": "echo", "action_input": "a"}
     turns = [turn(1, tool_input="a"), turn(2, tool_input="b"), turn(3, tool_input="a")]
-    assert repeats(turns, parsed, 3) == 2  # type: ignore[arg-type]
+    assert repeats(turns, parsed, "", 3) == 2  # type: ignore[arg-type]
     same = [turn(i, tool_input="a") for i in range(1, 1000)]
-    assert repeats(same, parsed, 3) == 3  # type: ignore[arg-type]
+    assert repeats(same, parsed, "", 3) == 3  # type: ignore[arg-type]
 
 
 def test_run_tool_runs_the_action_and_records_the_turn(deps) -> None:

@@ -1,0 +1,96 @@
+"""MCP servers' tools from the command line: ``--mcp servers.json`` (a stdio and a streamable-HTTP
+server), alone with ``--no-default-tools``, for ``ask`` and for ``batch``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langchain_mcp_adapters")
+
+from tests.fakes import FakeOpenAIServer
+from tests.mcp_servers import shared_http_server, stdio
+from tests.test_cli import cli, one_line_error
+
+
+def servers_file(tmp_path: Path) -> Path:
+    path = tmp_path / "servers.json"
+    servers = {"local": stdio(), "web": shared_http_server().connection()}
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path
+
+
+def responder(body: dict) -> str:
+    observations = [m for m in body["messages"] if str(m["content"]).startswith("Observation:")]
+    if not observations:
+        return "Thought: shout it.\nAction: local_shout[hello]"
+    if len(observations) == 1:
+        return 'Thought: add.\nAction: web_add[{"a": 2, "b": 3}]'
+    return "Final Answer: " + " ".join(str(m["content"])[13:] for m in observations)
+
+
+def test_ask_with_stdio_and_http_mcp_tools_only(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = responder
+    run = cli(
+        "ask",
+        "Shout hello and add two and three.",
+        "--mcp",
+        str(servers_file(tmp_path)),
+        "--no-default-tools",
+        "--base-url",
+        openai_server.url,
+        "--db",
+        str(tmp_path / "runs.sqlite"),
+        "--thread",
+        "m1",
+    )
+    assert run.returncode == 0, run.stderr
+    assert "Observation: HELLO" in run.stdout and "Observation: 5" in run.stdout
+    prompt = openai_server.requests[0]["messages"][0]["content"]
+    assert "local_shout[input]" in prompt and "web_add[input]" in prompt
+    assert "search[input]" not in prompt and "calculator[input]" not in prompt
+    shown = cli("show", "m1", "--db", str(tmp_path / "runs.sqlite"))
+    assert shown.returncode == 0 and "HELLO" in shown.stdout
+
+
+def test_batch_takes_mcp_servers_too(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    openai_server.responder = responder
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('"one"\n"two"\n')
+    run = cli(
+        "batch",
+        str(questions),
+        "--out",
+        str(tmp_path / "r.jsonl"),
+        "--mcp",
+        str(servers_file(tmp_path)),
+        "--workers",
+        "1",
+        "--base-url",
+        openai_server.url,
+        "--db",
+        str(tmp_path / "runs.sqlite"),
+    )
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [line["answer"] for line in lines] == ["HELLO 5"] * 2
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [("not json", "servers.json"), ('{"x": {"transport": "carrier-pigeon"}}', "carrier-pigeon")],
+)
+def test_a_bad_servers_file_is_one_line(tmp_path: Path, content: str, fragment: str) -> None:
+    path = tmp_path / "servers.json"
+    path.write_text(content)
+    run = cli("ask", "q", "--mcp", str(path), "--base-url", "http://127.0.0.1:9/v1")
+    one_line_error(run, fragment)
+
+
+def test_no_default_tools_needs_mcp() -> None:
+    run = cli("ask", "q", "--no-default-tools", "--base-url", "http://127.0.0.1:9/v1")
+    one_line_error(run, "--no-default-tools leaves no tools")
