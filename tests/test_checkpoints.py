@@ -217,3 +217,33 @@ def test_show_reads_an_old_thread(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "Final Answer: two" in result.stdout and "3 turns" in result.stdout
+
+
+@tool
+def dirty(text: str) -> str:
+    """Returns text no PostgreSQL column can hold as it is."""
+    return "nul\x00byte and a lone \ud800 surrogate"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_text_no_backend_can_store_is_made_storable_visibly(kind: str, tmp_path: Path) -> None:
+    thread = f"dirty-{kind}-{time.time_ns()}"
+    config = {"configurable": {"thread_id": thread}}
+    replies = [
+        "Thought: a \x00 in my thought.\nAction: dirty[x]",
+        "Action: update_notes[note \x00 with a NUL]",
+        "Final Answer: done \ud800",
+    ]
+    with saver_for(kind, tmp_path) as saver:
+        graph = build_graph(
+            "notes",
+            model=fake_model(*replies),
+            tools=[dirty],
+            checkpointer=saver,
+            notes_dir=str(tmp_path / "notes"),
+        )
+        out = graph.invoke({"question": "q"}, config)
+        assert out["status"] == "answered" and out["answer"] == "done \ufffd"
+        assert out["turns"][0]["observation"] == "nul\ufffdbyte and a lone \ufffd surrogate"
+        assert "\ufffd" in out["turns"][0]["reply"] and out["notes"] == "note \ufffd with a NUL"
+        assert graph.get_state(config).values["turns"] == out["turns"]
