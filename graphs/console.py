@@ -11,7 +11,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from reactgraph.nodes import tokens
 from reactgraph.nodes.notes import UPDATE_NOTES
 from reactgraph.nodes.prompts import NOTES_ELIDED
 from reactgraph.persistence import RunRecord
@@ -143,48 +142,10 @@ def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
     console.print(table if rows else "[dim]no threads in this database[/dim]")
 
 
-class OneTokenWarning(logging.Filter):
-    """tiktoken failing to load an encoding, said once in one line. ``nodes.tokens`` logs up to
-    four warnings per encoding it tries, the first carrying the whole download exception (a long
-    urllib3 text when offline); a person needs what failed and what happens instead."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.said = False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.name != tokens.logger.name or record.levelno < logging.WARNING:
-            return True
-        if self.said:
-            return False
-        self.said = True
-        args = record.args if isinstance(record.args, tuple) else ()
-        name = args[0] if args else "?"
-        cause = args[1] if len(args) > 1 else None
-        if isinstance(cause, BaseException):
-            kind = type(cause).__name__
-            offline = isinstance(cause, OSError) or "Connection" in kind or "Timeout" in kind
-            why = f"cannot download it ({kind}{': offline?' if offline else ''})"
-        else:
-            why = "its download timed out" if "timed out" in record.msg else "it is unavailable"
-        after = (
-            "a chars/4 estimate"
-            if name == tokens.FALLBACK_ENCODING
-            else (f"{tokens.FALLBACK_ENCODING}, else a chars/4 estimate")
-        )
-        record.msg = (
-            f"token counts: tiktoken encoding {name} not loaded, {why}; using {after} "
-            "(set TIKTOKEN_CACHE_DIR to a folder holding the encodings for exact counts)"
-        )
-        record.args = ()
-        return True
-
-
 def configure_logging(verbose: bool) -> None:
     """Warnings (every step with ``verbose``) on stderr, one line each."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(OneTokenWarning())
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
     # psycopg warns while closing a connection the server dropped; the error line says it all.
     logging.getLogger("psycopg").setLevel(logging.INFO if verbose else logging.ERROR)

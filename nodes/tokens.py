@@ -26,7 +26,8 @@ TOKENS_PER_REPLY = 3
 _CACHE_LIMIT = 50_000
 
 
-def _load(name: str, timeout: float) -> Any | None:
+def _load(name: str, timeout: float) -> tuple[Any | None, str]:
+    """The encoding, or None and why it could not be had (one line)."""
     import tiktoken
 
     result: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -40,31 +41,43 @@ def _load(name: str, timeout: float) -> Any | None:
     # A daemon thread, not an executor: a download that never returns must not block exit.
     threading.Thread(target=target, name=f"tiktoken-{name}", daemon=True).start()
     try:
-        return result.result(timeout=timeout)
+        return result.result(timeout=timeout), ""
     except concurrent.futures.TimeoutError:
-        logger.warning("loading tiktoken encoding %s timed out after %.0f s", name, timeout)
+        return None, f"{name}: its download timed out after {timeout:.0f} s"
     except Exception as exc:
-        logger.warning("tiktoken encoding %s cannot be loaded (%s)", name, exc)
-    return None
+        kind = type(exc).__name__
+        offline = isinstance(exc, OSError) or "Connection" in kind or "Timeout" in kind
+        return None, f"{name}: cannot download it ({kind}{', offline?' if offline else ''})"
 
 
 @functools.cache
 def encoding_for(model_name: str | None, timeout: float = LOAD_TIMEOUT_S) -> Any | None:
     """The tiktoken encoding for a model name, cl100k_base when that one is unavailable, or
-    None (use ``estimate_tokens``) when no encoding loads."""
+    None (use ``estimate_tokens``) when no encoding loads. One log line at most, once."""
     try:
         import tiktoken
 
         name = tiktoken.encoding_name_for_model(model_name or "")
     except (KeyError, ImportError):
         name = FALLBACK_ENCODING
-    encoding = _load(name, timeout)
-    if encoding is None and name != FALLBACK_ENCODING:
-        logger.warning("falling back from %s to %s for token counts", name, FALLBACK_ENCODING)
-        encoding = _load(FALLBACK_ENCODING, timeout)
-    if encoding is None:
-        logger.warning("no tiktoken encoding available: token counts are estimated (chars / 4)")
-    return encoding
+    encoding, why = _load(name, timeout)
+    if encoding is not None:
+        return encoding
+    reasons = [why]
+    if name != FALLBACK_ENCODING:
+        fallback, why_not = _load(FALLBACK_ENCODING, timeout)
+        if fallback is not None:
+            # Close enough for compaction budgets and the turn records (usage, when the provider
+            # reports it, is exact anyway): not worth a warning on every run.
+            logger.info("token counts use %s (%s)", FALLBACK_ENCODING, why)
+            return fallback
+        reasons.append(why_not)
+    logger.warning(
+        "token counts are estimated (characters / 4): no tiktoken encoding loaded (%s); set "
+        "TIKTOKEN_CACHE_DIR to a folder holding the encodings for exact counts",
+        "; ".join(reasons),
+    )
+    return None
 
 
 def estimate_tokens(text: str) -> int:
