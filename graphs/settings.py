@@ -37,6 +37,8 @@ class Setting:
     """Whether ``build_graph`` takes it as a keyword argument."""
     per_run: bool = True
     """Whether a run's context may change it (and Studio shows it)."""
+    unset: str = "none"
+    """What a None default means, in words (for the README's table)."""
 
     def but(self, **changes: Any) -> Setting:
         """This setting with another default (or other fields), for one variant."""

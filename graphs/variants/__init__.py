@@ -10,6 +10,8 @@ changes: the assembly, the settings, the CLI and Studio follow from the spec.
 
 from __future__ import annotations
 
+from typing import Any
+
 from reactgraph.spec import Variant
 from reactgraph.variants.compaction import COMPACTION
 from reactgraph.variants.notes import NOTES
@@ -30,3 +32,29 @@ def variant(name: str) -> Variant:
         raise ValueError(
             f"unknown variant {name!r}; choose one of: {', '.join(VARIANTS)}"
         ) from None
+
+
+def settings_table() -> str:
+    """Every variant's settings and defaults as a Markdown table (the README shows it; a test
+    checks the two agree)."""
+    names = list(REGISTRY)
+    seen: dict[str, Any] = {}
+    for spec in REGISTRY.values():
+        for setting in spec.settings:
+            seen.setdefault(setting.name, setting)
+    rows = [
+        "| setting | " + " | ".join(names) + " | build_graph | per run | meaning |",
+        "| --- |" + " --- |" * (len(names) + 3),
+    ]
+    for name, setting in seen.items():
+        cells = []
+        for spec in REGISTRY.values():
+            own = spec.setting(name)
+            cells.append("-" if own is None else _shown(own))
+        where = ["yes" if setting.build else "no", "yes" if setting.per_run else "no"]
+        rows.append(f"| `{name}` | " + " | ".join([*cells, *where, setting.description]) + " |")
+    return "\n".join(rows)
+
+
+def _shown(setting: Any) -> str:
+    return f"({setting.unset})" if setting.default is None else f"`{setting.default}`"

@@ -25,7 +25,8 @@ STUCK_REPEATS = Setting(
     "stuck_repeats",
     int,
     3,
-    "The same action with the same input this many times in a row ends the run as stuck.",
+    "The same action with the same input (or the same unreadable reply) this many times in a "
+    "row ends the run as stuck.",
     minimum=2,
 )
 MODEL_RETRIES = Setting(
@@ -50,6 +51,7 @@ MODEL_NAME = Setting(
     "Model to call for this run (an OpenAI-compatible name); empty: the built model.",
     optional=True,
     build=False,
+    unset="the built model",
 )
 BASE_URL = Setting(
     "base_url",
@@ -58,6 +60,7 @@ BASE_URL = Setting(
     "OpenAI-compatible server URL for model_name (vLLM, Ollama, llama.cpp, LM Studio).",
     optional=True,
     build=False,
+    unset="the built model's",
 )
 
 COMMON = (

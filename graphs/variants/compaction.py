@@ -27,6 +27,7 @@ CONTEXT_WINDOW = Setting(
     "The model's context window in tokens (default: looked up from the model's name).",
     minimum=1,
     optional=True,
+    unset="looked up",
 )
 COMPACTION_SETTINGS = (COMPACTION_THRESHOLD, KEEP_TURNS, CONTEXT_WINDOW)
 
