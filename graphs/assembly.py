@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from types import GeneratorType
 from typing import Any, Literal
 
@@ -122,15 +123,16 @@ def route_after_turn(
     return at_cap if turn_cap_reached(after) else loop
 
 
-def _start(variant: Variant) -> Body:
-    """start_run with the run's settings: the built values under the run's context."""
+def start_with_context(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:
+    """start_run with the run's settings: the built values under the run's context (already
+    checked: the context is the graph's own schema, built from the caller's mapping)."""
+    context = get_runtime().context
+    chosen = vars(context) if context is not None else {}
+    return start_run(state, config, deps, {**deps.settings, **chosen})
 
-    def body(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:
-        context = get_runtime().context
-        chosen = vars(context) if context is not None else {}
-        return start_run(state, config, deps, {**deps.settings, **chosen})
 
-    return body
+# The node each cap exit names.
+AT_CAP: dict[str, Body] = {"force_answer": force_answer, "stop_run": stop_run}
 
 
 def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
@@ -142,10 +144,10 @@ def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
     actions = frozenset(a.name for a in variant.actions)
     chain = ["start_run", *(s.name for s in (*once, *looped)), "call_model"]
 
-    builder.add_node("start_run", Node("start_run", _start(variant), deps))
+    builder.add_node("start_run", Node("start_run", start_with_context, deps))
     for step, next_node in zip((*once, *looped), chain[2:], strict=True):
         if step.can_end:
-            route = lambda a, n=next_node: route_after_step(a, n)  # noqa: E731
+            route = partial(route_after_step, next_node=next_node)
             node = Node(step.name, step.body, deps, route)
             builder.add_node(step.name, node, destinations=(next_node, END))
         else:
@@ -156,17 +158,16 @@ def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
     builder.add_node("call_model", Node("call_model", call_model, deps))
     builder.add_edge("call_model", "parse_reply")
 
-    parse_route = lambda a: route_after_parse_reply(a, actions)  # noqa: E731
+    parse_route = partial(route_after_parse_reply, actions=actions)
     builder.add_node(
         "parse_reply",
         Node("parse_reply", parse_reply, deps, parse_route),
         destinations=("run_tool", *sorted(actions), END),
     )
-    turn_route = lambda a: route_after_turn(a, variant.at_cap, loop)  # noqa: E731
+    turn_route = partial(route_after_turn, at_cap=variant.at_cap, loop=loop)
     for name, body in (("run_tool", run_tool), *((a.name, a.body) for a in variant.actions)):
         node = Node(name, body, deps, turn_route)
         builder.add_node(name, node, destinations=(loop, variant.at_cap))
-    at_cap = force_answer if variant.at_cap == "force_answer" else stop_run
-    builder.add_node(variant.at_cap, Node(variant.at_cap, at_cap, deps))
+    builder.add_node(variant.at_cap, Node(variant.at_cap, AT_CAP[variant.at_cap], deps))
     builder.add_edge(variant.at_cap, END)
     return builder

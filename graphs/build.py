@@ -41,9 +41,9 @@ def build_graph(
 
     ``variant`` is one of ``reactgraph.VARIANTS``. ``settings`` are the variant's own (its
     spec's ``settings``, ``reactgraph.REGISTRY[variant]``; the README has the table); a setting
-    of another variant, or a bad value, raises ``ValueError``/``TypeError``. ``store`` keeps the notes of the notes variants
-    in a LangGraph store instead of files; ``token_counter`` and ``summarizer`` serve the
-    compaction variants (default: tiktoken, and the model itself).
+    of another variant, or a bad value, raises ``ValueError``/``TypeError``. ``store`` keeps the
+    notes of the notes variants in a LangGraph store instead of files; ``token_counter`` and
+    ``summarizer`` serve the compaction variants (default: tiktoken, and the model itself).
 
     ``graph.invoke({"question": ...}, config)`` (or ``{"messages": [...]}``) returns the state,
     whose ``answer``, ``status`` and ``turns`` are the result.

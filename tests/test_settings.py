@@ -124,3 +124,18 @@ def test_default_caps_and_statuses_of_each_variant() -> None:
         "stuck",
         "context_exhausted",
     }
+
+
+def test_the_graph_is_langgraphs_own_class_and_copies_keep_the_checks() -> None:
+    """build_graph adopts LangGraph's compiled graph the way its own ``copy`` rebuilds one:
+    this fails if that constructor changes."""
+    from langgraph.graph.state import CompiledStateGraph
+
+    from reactgraph import ReactGraph
+
+    built = graph("transcript")
+    assert isinstance(built, ReactGraph) and isinstance(built, CompiledStateGraph)
+    copy = built.with_config({"tags": ["x"]})
+    assert isinstance(copy, ReactGraph)
+    with pytest.raises(ValueError, match="window_turns"):
+        copy.invoke({"question": "q"}, context={"window_turns": 2})
