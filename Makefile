@@ -11,7 +11,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test bench drawings format notebooks
+.PHONY: demo test test-quick bench drawings format notebooks
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -26,6 +26,10 @@ test: $(STAMP)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m pytest
+
+# The inner loop while coding: everything but the subprocess, server and fault tests.
+test-quick: $(STAMP)
+	$(PYTHON) -m pytest -m "not slow"
 
 bench: $(STAMP)
 	$(PYTHON) bench/bench.py

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import openai
-from langchain_openai import ChatOpenAI
+from typing import TYPE_CHECKING
 
-from reactgraph.transport import (
-    LoopLocalClient,
-    Transport,
-    connection_limits,
-    default_transport,
-)
+# The OpenAI client and langchain-openai take about a second to import: commands that only read
+# the database (show, threads, prune) never need them, so they load when a model is made.
+if TYPE_CHECKING:
+    from langchain_openai import ChatOpenAI
+
+    from reactgraph.transport import Transport
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_CONCURRENCY = 100
@@ -44,6 +43,11 @@ def chat_model(
         raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
     if transport not in (None, "aiohttp", "httpx"):
         raise ValueError(f"transport must be 'aiohttp' or 'httpx', got {transport!r}")
+    import openai
+    from langchain_openai import ChatOpenAI
+
+    from reactgraph.transport import LoopLocalClient, connection_limits, default_transport
+
     # Local servers (vLLM, Ollama, llama.cpp, LM Studio) ignore the key but the client wants one.
     key = api_key or ("not-needed" if base_url else None)
     client = LoopLocalClient(transport or default_transport(), concurrency, timeout=timeout)

@@ -162,9 +162,10 @@ def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Ite
             elif kind == "end":
                 return
     finally:
-        if thread.is_alive():
+        # The loop may close between these two lines (the runs ended): nothing is left to cancel.
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
-            thread.join(30)
+        thread.join(30)
 
 
 def _collect(processes: list[Any], outbox: Any, jobs: Sequence[Job]) -> Iterator[dict]:

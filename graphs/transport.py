@@ -14,6 +14,7 @@ import asyncio
 import importlib.util
 import threading
 import weakref
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import openai
@@ -54,28 +55,44 @@ class LoopLocalClient(openai.DefaultAsyncHttpxClient):
         )
         self._lock = threading.Lock()
 
-    def _pool(self) -> Any:
+    async def _pool(self) -> Any:
         loop = asyncio.get_running_loop()
         with self._lock:
-            pool = self._pools.get(loop)
-            if pool is None:
+            held = self._pools.get(loop)
+            if held is None:
                 kind = (
                     openai.DefaultAioHttpClient
                     if self.transport_name == "aiohttp"
                     else openai.DefaultAsyncHttpxClient
                 )
                 pool = kind(limits=self._limits, **self._options)
-                self._pools[loop] = pool
-            return pool
+                held = self._pools[loop] = (pool, self._hold(loop, pool))
+                fresh = True
+            else:
+                fresh = False
+        if fresh:
+            await anext(held[1])
+        return held[0]
+
+    async def _hold(self, loop: asyncio.AbstractEventLoop, pool: Any) -> AsyncIterator[None]:
+        """Held open while its loop runs: ``asyncio.run`` closes a loop's async generators before
+        the loop itself, so the pool is closed then (an aiohttp session left open would warn
+        at exit, and would keep its loop alive)."""
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._pools.pop(loop, None)
+            await pool.aclose()
 
     async def send(self, request: Any, **kwargs: Any) -> Any:
-        return await self._pool().send(request, **kwargs)
+        return await (await self._pool()).send(request, **kwargs)
 
     async def aclose(self) -> None:
         """Close the running loop's pool (call it before that loop ends to release it early)."""
         loop = asyncio.get_running_loop()
         with self._lock:
-            pool = self._pools.pop(loop, None)
-        if pool is not None:
-            await pool.aclose()
+            held = self._pools.pop(loop, None)
+        if held is not None:
+            await held[1].aclose()
         await super().aclose()

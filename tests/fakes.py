@@ -197,7 +197,16 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-Answer = str | Fault | Hang | Trickle | Raw
+@dataclass
+class Call:
+    """An assistant message calling one tool (the tool-calling protocol), not streamed."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str = "call-1"
+
+
+Answer = str | Fault | Hang | Trickle | Raw | Call
 ServerReply = Answer | Callable[[dict[str, Any]], Answer]
 
 
@@ -280,6 +289,8 @@ class FakeOpenAIServer:
                     {"error": {"message": reply.message, "type": "test", "param": None}},
                     reply.headers,
                 )
+            elif isinstance(reply, Call):
+                self._call(handler, body, reply)
             else:
                 self._complete(handler, body, reply)
         except (BrokenPipeError, ConnectionResetError):
@@ -287,6 +298,20 @@ class FakeOpenAIServer:
         finally:
             with self._lock:
                 self.active -= 1
+
+    def _call(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], call: Call) -> None:
+        function = {"name": call.name, "arguments": json.dumps(call.arguments)}
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call.id, "type": "function", "function": function}],
+        }
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+        prompt = sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4 + 1
+        usage = {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10}
+        reply = {"id": "chatcmpl-test", "created": int(time.time()), "model": body["model"]}
+        reply |= {"object": "chat.completion", "usage": usage, "choices": [choice]}
+        self._send(handler, 200, reply)
 
     def _complete(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], text: str) -> None:
         if self.honour_stop:

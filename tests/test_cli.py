@@ -16,6 +16,9 @@ import pytest
 from reactgraph.cli import main
 from tests.fakes import FakeOpenAIServer, seed_responder
 
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 
 

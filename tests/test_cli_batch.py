@@ -9,8 +9,13 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.test_cli import cli, popen
+
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
 
 
 def batch(

@@ -20,6 +20,9 @@ from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.test_cli import cli, one_line_error, popen
 from tests.test_persistence import postgres_url
 
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = os.geteuid() == 0
 COMMANDS = {
     "threads": ["threads"],

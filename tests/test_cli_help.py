@@ -15,6 +15,9 @@ from reactgraph import REGISTRY, VARIANTS
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.test_cli import REPO, cli, one_line_error
 
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 FLAG = re.compile(r"(?<![\w-])(--?[a-z][a-z-]*)")
 
 

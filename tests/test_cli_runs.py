@@ -15,6 +15,9 @@ from reactgraph.persistence import RunRecord, open_db
 from tests.fakes import FakeOpenAIServer, Fault, seed_responder
 from tests.test_cli import cli, one_line_error, popen
 
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 
 def ask(server: FakeOpenAIServer, db: Path | str, *more: str) -> list[str]:
     return ["--base-url", server.url, "--db", str(db), *more]

@@ -19,13 +19,16 @@ from reactgraph.models import chat_model
 from reactgraph.nodes.providers import ModelCallError
 from tests.fakes import FakeOpenAIServer, Raw, Runner, Trickle, action, answer, fake_model
 
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(params=["aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The HTTP fault tests run on both of chat_model's async transports."""
-    monkeypatch.setattr("reactgraph.models.default_transport", lambda: request.param)
+    monkeypatch.setattr("reactgraph.transport.default_transport", lambda: request.param)
     return request.param
 
 

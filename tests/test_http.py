@@ -20,7 +20,7 @@ from tests.fakes import SEED, FakeOpenAIServer, Fault, Hang, Runner, ToolLog, sl
 @pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test here runs on both of chat_model's async transports."""
-    monkeypatch.setattr("reactgraph.models.default_transport", lambda: request.param)
+    monkeypatch.setattr("reactgraph.transport.default_transport", lambda: request.param)
     return request.param
 
 

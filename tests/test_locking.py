@@ -18,6 +18,9 @@ from reactgraph.persistence import open_db
 from tests.fakes import answer, fake_model
 from tests.test_persistence import postgres_url
 
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -14,6 +14,9 @@ from tests.fakes import FakeOpenAIServer
 from tests.mcp_servers import shared_http_server, stdio
 from tests.test_cli import cli, one_line_error
 
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 
 def servers_file(tmp_path: Path) -> Path:
     path = tmp_path / "servers.json"

@@ -11,6 +11,9 @@ from nbclient import NotebookClient
 
 from reactgraph import VARIANTS
 
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 # What each notebook's text says its cells show.
 CLAIMS = {

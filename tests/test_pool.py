@@ -10,9 +10,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from reactgraph.batch import run_processes
 from tests.fakes import FakeOpenAIServer, colour_graph, dying_graph, seed_responder
 from tests.test_cli import cli, popen
+
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
 
 
 def test_every_question_is_answered_once_across_workers() -> None:

@@ -23,6 +23,9 @@ from reactgraph import REGISTRY, VARIANTS
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.test_graph_shapes import SHAPES
 
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
 

@@ -27,13 +27,16 @@ def test_one_model_serves_several_event_loops_on_its_own_pools(
 
     async def once() -> str:
         out = await graph.ainvoke({"question": "q"})
-        pools.append(client._pools[asyncio.get_running_loop()])
+        pools.append(client._pools[asyncio.get_running_loop()][0])
         return out["answer"]
 
     # The second asyncio.run failed with "Event loop is closed" when one pool was shared.
     assert [asyncio.run(once()), asyncio.run(once())] == ["ok", "ok"]
     kind = openai.DefaultAioHttpClient if transport == "aiohttp" else openai.DefaultAsyncHttpxClient
     assert all(isinstance(pool, kind) for pool in pools) and pools[0] is not pools[1]
+    # Each pool closed as its loop ended: an aiohttp session left open warned at exit
+    # ("Unclosed client session") and kept its loop alive.
+    assert all(pool.is_closed for pool in pools) and not client._pools
 
 
 def test_aiohttp_is_the_default_when_installed() -> None:
