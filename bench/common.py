@@ -31,10 +31,19 @@ def echo(text: str) -> str:
     return f"echo {text}"
 
 
+# Real prose (the bundled search corpus), so stored sizes are those of text that compresses as
+# text does, not of a repeated phrase.
+PROSE = " ".join(
+    " ".join(path.read_text().split())
+    for path in sorted((BENCH.parent / "tools/corpus").glob("*.md"))
+)
+
+
 @tool
 def page(text: str) -> str:
-    """Returns a 2,000-character page."""
-    return (f"page {text}: " + "lorem ipsum dolor sit amet " * 80)[:PAGE_CHARS]
+    """Returns a 2,000-character page of prose."""
+    start = (sum(map(ord, text)) * 7919) % (len(PROSE) - PAGE_CHARS)
+    return f"page {text}: {PROSE[start : start + PAGE_CHARS]}"[:PAGE_CHARS]
 
 
 def react_replies(turns: int, tool_name: str = "echo") -> list[str]:

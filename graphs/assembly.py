@@ -64,8 +64,8 @@ def after(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]
     """The state as a node's update leaves it, for that node's router."""
     merged = {**state, **update}
     for key in _APPENDED:
-        if isinstance(update.get(key), list):
-            merged[key] = _Joined(state.get(key) or [], update[key])
+        if isinstance(update.get(key), list | tuple):
+            merged[key] = _Joined(state.get(key) or [], list(update[key]))
     return merged
 
 

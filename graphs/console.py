@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from reactgraph.nodes.notes import UPDATE_NOTES
 from reactgraph.nodes.prompts import NOTES_ELIDED
@@ -65,19 +66,29 @@ def shown_text(turn: dict[str, Any]) -> str:
     return text.replace(NOTES_ELIDED, f"{first} … ({len(notes)} characters)")
 
 
-def print_turn(turn: dict[str, Any]) -> None:
-    """A turn as a person reads it: the model's text, the Observation, the figures."""
-    console.rule(f"turn {turn['turn']} ({turn['kind']})", style="dim")
-    console.print(escape(shown_text(turn)))
+def turn_text(turn: dict[str, Any]) -> Text:
+    """A turn as a person reads it: a rule with its number, the model's text, the Observation,
+    the figures. Built as styled text, not markup, so a long run prints quickly."""
+    title = f"── turn {turn['turn']} ({turn['kind']}) "
+    text = Text(title + "─" * max(3, console.width - len(title)) + "\n", style="dim")
+    text.append(shown_text(turn) + "\n")
     if turn["observation"] is not None:
-        console.print(f"[cyan]Observation:[/cyan] {escape(turn['observation'])}")
+        text.append("Observation:", style="cyan")
+        text.append(f" {turn['observation']}\n")
     latency = turn["tool_latency_s"]
     tool = "" if latency is None else f", tool {latency * 1000:.1f} ms"
-    console.print(
-        f"[dim]model {turn['model_latency_s'] * 1000:.1f} ms{tool}, tokens "
+    text.append(
+        f"model {turn['model_latency_s'] * 1000:.1f} ms{tool}, tokens "
         f"{turn['prompt_tokens']} prompt + {turn['completion_tokens']} completion "
-        f"({turn['token_source']})[/dim]"
+        f"({turn['token_source']})",
+        style="dim",
     )
+    return text
+
+
+def print_turn(turn: dict[str, Any]) -> None:
+    """One turn, as it happens."""
+    console.print(turn_text(turn))
 
 
 def turns_in(updates: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -108,15 +119,16 @@ def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
         f"model {escape(record.model)})"
     )
     console.print(f"[bold]Question:[/bold] {escape(record.question)}")
-    for turn in values.get("turns") or []:
-        print_turn(turn)
+    turns = values.get("turns") or []
+    # A thousand turns are one print, not four thousand.
+    for start in range(0, len(turns), 200):
+        console.print(Text("\n").join(turn_text(turn) for turn in turns[start : start + 200]))
     for compaction in values.get("compactions") or []:
         console.print(
             f"[dim]compaction after turn {compaction['turn']}: "
             f"{compaction['tokens_before']} -> {compaction['tokens_after']} tokens[/dim]"
         )
     print_result({**values, "status": values.get("status") or status})
-    turns = values.get("turns") or []
     console.print(
         f"[dim]{len(turns)} turns, "
         f"{sum(t['prompt_tokens'] for t in turns)} prompt + "

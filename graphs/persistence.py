@@ -17,6 +17,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
+from reactgraph.compression import serializer
 from reactgraph.dbfaults import explain
 
 # The thread lock's old home: these names stay importable from here.
@@ -104,7 +105,7 @@ def open_db(
         checkpoints.close()
         raise
     try:
-        saver, store = SqliteSaver(checkpoints), SqliteStore(rows)
+        saver, store = SqliteSaver(checkpoints, serde=serializer()), SqliteStore(rows)
         tables = {name for (name,) in checkpoints.execute("SELECT name FROM sqlite_master")}
         if read_only and {"checkpoints", "writes"} <= tables:
             # Its setup would switch the file to WAL, a write: the tables are there already.
@@ -148,6 +149,7 @@ async def aopen_db(db: str = DEFAULT_DB) -> AsyncIterator[tuple[BaseCheckpointSa
         AsyncSqliteSaver.from_conn_string(db) as saver,
         AsyncSqliteStore.from_conn_string(db) as store,
     ):
+        saver.serde = serializer()  # from_conn_string takes no serializer
         await saver.setup()
         await store.setup()
         yield saver, store

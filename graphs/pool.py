@@ -20,7 +20,8 @@ import os
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from multiprocessing import connection
 from typing import Any
 
 _POLL_S = 0.2
@@ -71,7 +72,6 @@ async def _serve(open_runner: OpenRunner, take: Callable[[], Any], give: Any, sl
             job = await take()
             if job is None:
                 break
-            give(("start", job.index))
             task = asyncio.create_task(one(job))
             running.add(task)
             task.add_done_callback(running.discard)
@@ -80,11 +80,16 @@ async def _serve(open_runner: OpenRunner, take: Callable[[], Any], give: Any, sl
 
 
 def _worker(open_runner: OpenRunner, jobs: Any, results: Any, slots: int) -> None:
+    """A worker process: asks the parent for each job on its own pipe and sends back each
+    result on another. Nothing is shared with the other workers, so a worker killed mid-write
+    spoils only its own pipe (a shared queue's lock would stay taken and hang the rest)."""
+
     async def take() -> Any:
-        return await asyncio.to_thread(jobs.get)
+        results.send(("want", None))
+        return await asyncio.to_thread(jobs.recv)
 
     with contextlib.suppress(KeyboardInterrupt):  # the parent reports the interruption
-        asyncio.run(_serve(open_runner, take, results.put, slots))
+        asyncio.run(_serve(open_runner, take, results.send, slots))
 
 
 def run_parallel(
@@ -110,24 +115,35 @@ def run_parallel(
         yield from _in_process(open_runner, jobs, slots)
         return
     context = multiprocessing.get_context("spawn")  # never fork a process holding threads
-    inbox, outbox = context.Queue(), context.Queue()
-    for job in jobs:
-        inbox.put(job)
-    processes = [
-        context.Process(target=_worker, args=(open_runner, inbox, outbox, slots), daemon=True)
-        for _ in range(workers)
-    ]
-    for process in processes:
-        inbox.put(None)
-        process.start()
+    channels: dict[Any, _Channel] = {}
     try:
-        yield from _collect(processes, outbox, jobs)
+        for _ in range(workers):
+            jobs_in, jobs_out = context.Pipe(duplex=False)
+            results_in, results_out = context.Pipe(duplex=False)
+            process = context.Process(
+                target=_worker, args=(open_runner, jobs_in, results_out, slots), daemon=True
+            )
+            process.start()
+            # The worker's ends, closed here so that its exit (or death) reads as the pipe's end.
+            jobs_in.close()
+            results_out.close()
+            channels[results_in] = _Channel(process, jobs_out)
+        yield from _collect(channels, jobs)
     finally:
-        for process in processes:
-            if process.is_alive():
-                process.terminate()
-        for process in processes:
-            process.join(5)
+        for channel in channels.values():
+            if channel.process.is_alive():
+                channel.process.terminate()
+        for channel in channels.values():
+            channel.process.join(5)
+
+
+@dataclass
+class _Channel:
+    """A worker process, the pipe its jobs go down, and the jobs it holds."""
+
+    process: Any
+    jobs: Any
+    held: set[int] = field(default_factory=set)
 
 
 def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Iterator[dict]:
@@ -168,21 +184,30 @@ def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Ite
         thread.join(30)
 
 
-def _collect(processes: list[Any], outbox: Any, jobs: Sequence[Job]) -> Iterator[dict]:
-    pending, started = {job.index: job for job in jobs}, set()
-    while pending:
-        try:
-            kind, item = outbox.get(timeout=_POLL_S)
-        except queue.Empty:
-            if any(p.is_alive() for p in processes):
+def _collect(channels: dict[Any, _Channel], jobs: Sequence[Job]) -> Iterator[dict]:
+    """Hand out jobs as workers ask, yield results as they come, until every worker is gone:
+    one that ends (normally, or killed) closes its pipe, and the jobs it held fail."""
+    waiting, by_index = collections.deque(jobs), {job.index: job for job in jobs}
+    while channels:
+        for reader in connection.wait(list(channels), timeout=_POLL_S):
+            channel = channels[reader]
+            try:
+                kind, item = reader.recv()
+            except (EOFError, OSError):
+                del channels[reader]
+                for index in sorted(channel.held):
+                    why = "the worker process running it died"
+                    yield failed(by_index[index], f"WorkerDied: {why}")
                 continue
-            # Every worker is gone: what they held is lost, and no one will run the rest.
-            for index, job in sorted(pending.items()):
-                why = "the worker process running it died" if index in started else "no worker left"
-                yield failed(job, f"WorkerDied: {why}")
-            return
-        if kind == "start":
-            started.add(item)
-        else:
-            pending.pop(item["index"], None)
-            yield item
+            if kind == "want":
+                job = waiting.popleft() if waiting else None
+                with contextlib.suppress(OSError):  # it died since it asked: its EOF follows
+                    channel.jobs.send(job)
+                    if job is not None:
+                        channel.held.add(job.index)
+            else:
+                channel.held.discard(item["index"])
+                yield item
+    # Every worker is gone: no one will run what is left.
+    for job in waiting:
+        yield failed(job, "WorkerDied: no worker left")

@@ -88,8 +88,9 @@ def compaction_message(record: CompactionRecord, run: int) -> BaseMessage:
 
 def chat_update(
     state: Mapping[str, Any], update: Mapping[str, Any], tools: Mapping[str, BaseTool]
-) -> list[BaseMessage]:
-    """The messages a node's update adds to the chat view."""
+) -> tuple[BaseMessage, ...]:
+    """The messages a node's update adds to the chat view: a tuple, which the ``messages``
+    reducer appends without looking their (new) ids up."""
     run = update.get("run") or state.get("run") or 1
     added: list[BaseMessage] = []
     if "run" in update and not is_new_question(state.get("messages") or []):
@@ -104,4 +105,4 @@ def chat_update(
     ending = _ENDINGS.get(update.get("status") or "")
     if ending is not None:
         added.append(AIMessage(ending, id=f"rg-{run}-end"))
-    return added
+    return tuple(added)

@@ -37,33 +37,37 @@ def latest(current: Any, writes: Sequence[Any]) -> Any:
 
 
 def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
-    """The reducer of ``messages``: each write's messages appended (see ``_add``)."""
-    out = list(current)
-    for new in writes:
-        _add(out, new)
-    return out
+    """The reducer of ``messages``: each write's messages appended, or put in place of the
+    message with the same id (a client's edit).
 
-
-def _add(merged: list[AnyMessage], new: Any) -> None:
-    """Append messages, or replace one sent again with the same id (a client's edit).
-
-    Only a message that arrives with a foreign id already present is looked up, so the run's own
-    appends cost nothing per message held. Missing ids are numbered by position, never random,
-    so replaying the same writes gives the same ids.
+    A write that is a tuple is the run's own chat view of new turns (``chat_update``): its ids
+    are new by construction, so it is appended without a lookup, and a long run's step costs
+    nothing per message held. Other messages are looked up by id, in an index built at most
+    once per call. Missing ids are numbered by position, never random, so replaying the same
+    writes gives the same ids.
     """
-    incoming = convert_to_messages(new if isinstance(new, list) else [new])
+    out = list(current)
     positions: dict[str, int] | None = None
-    for message in incoming:
-        if message.id is None:
-            message = message.model_copy(update={"id": f"rg-in-{len(merged)}"})
-        elif not message.id.startswith("rg-"):
-            if positions is None:
-                positions = {m.id: i for i, m in enumerate(merged) if m.id is not None}
-            if message.id in positions:
-                merged[positions[message.id]] = message
-                continue
-            positions[message.id] = len(merged)
-        merged.append(message)
+    for new in writes:
+        if isinstance(new, tuple):
+            for message in new:
+                if positions is not None and message.id is not None:
+                    positions[message.id] = len(out)
+                out.append(message)
+            continue
+        for message in convert_to_messages(new if isinstance(new, list) else [new]):
+            if message.id is None:
+                message = message.model_copy(update={"id": f"rg-in-{len(out)}"})
+            elif not message.id.startswith("rg-"):
+                if positions is None:
+                    positions = {m.id: i for i, m in enumerate(out) if m.id is not None}
+                if message.id in positions:
+                    out[positions[message.id]] = message
+                    continue
+            if positions is not None:
+                positions[message.id] = len(out)
+            out.append(message)
+    return out
 
 
 Transcript = DeltaChannel(appended, snapshot_frequency=SNAPSHOT_EVERY)

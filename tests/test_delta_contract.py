@@ -91,9 +91,11 @@ def test_the_message_reducer_is_batching_invariant_and_deterministic() -> None:
     rng = random.Random(7)
     writes = []
     for i in range(30):
-        kind = rng.choice(["ours", "client", "edit", "bare"])
+        kind = rng.choice(["ours", "model", "client", "edit", "bare"])
         if kind == "ours":
             writes.append([AIMessage(f"a{i}", id=f"rg-1-{i}-ai")])
+        elif kind == "model":  # a run's own chat view: the model's message id, as a tuple
+            writes.append((AIMessage(f"m{i}", id=f"run-{i}"),))
         elif kind == "client":
             writes.append([HumanMessage(f"h{i}", id=f"client-{i}")])
         elif kind == "edit" and i > 2:
@@ -106,3 +108,22 @@ def test_the_message_reducer_is_batching_invariant_and_deterministic() -> None:
     assert [(m.id, m.content) for m in whole] == [(m.id, m.content) for m in split]
     again = added_messages([], writes)
     assert [m.id for m in again] == [m.id for m in whole]
+
+
+class _Unreadable:
+    """A message whose id cannot be read: a reducer that looks at the messages held fails."""
+
+    @property
+    def id(self) -> str:
+        raise AssertionError("the reducer looked at a message it already held")
+
+
+def test_a_runs_own_messages_are_appended_without_looking_at_those_held() -> None:
+    held = [_Unreadable()] * 5000
+    mine = (AIMessage("reply", id="run-model-id"), HumanMessage("obs", id="rg-1-7-tool"))
+    out = added_messages(held, [mine])  # type: ignore[arg-type]
+    assert out[-2:] == list(mine) and len(out) == 5002
+    # A client's edit in the same call still finds a message the run added just before.
+    edited = HumanMessage("obs, edited", id="run-model-id")
+    out = added_messages([], [mine, [edited]])
+    assert [m.content for m in out] == ["obs, edited", "obs"]
