@@ -21,6 +21,7 @@ from pydantic import PrivateAttr
 
 BENCH = Path(__file__).resolve().parent
 QUESTION = "What do the echoes say?"
+LONG_QUESTION = "Summarise every page."  # the runs over 2,000-character pages
 PAGE_CHARS = 2000
 FINAL_ANSWER = "Thought: I now have enough information.\nFinal Answer: done"
 

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from common import FINAL_ANSWER, last_step, page
+from common import LONG_QUESTION as QUESTION
 
 from reactgraph import REGISTRY, build_graph
 from reactgraph.persistence import new_record, open_db
 from reactgraph.scripted import ScriptedChatModel
 
-QUESTION = "Summarise every page."
 TURNS = int(os.environ.get("BENCH_LONG_TURNS", "1000"))  # where the SIGKILL lands
 CAP = TURNS + 10  # the run's turn cap (raised)
 

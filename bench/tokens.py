@@ -9,12 +9,12 @@ import tempfile
 import time
 from typing import Any
 
+from common import LONG_QUESTION as QUESTION
 from common import page, table, verdict
 
 from reactgraph import REGISTRY, VARIANTS, build_graph
 from reactgraph.scripted import ScriptedChatModel
 
-QUESTION = "Summarise every page."
 SUMMARY = (
     "## Goal\nSummarise every page.\n## Facts found\n"
     + "\n".join(f"- page {i}: lorem ipsum (page[{i}])" for i in range(12))

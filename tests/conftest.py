@@ -79,6 +79,24 @@ def openai_server() -> Any:
     server.close()
 
 
+@pytest.fixture(scope="module")
+def http_server() -> Any:
+    """The MCP test server over streamable HTTP, shared by the tests that leave it running."""
+    from tests.mcp_servers import shared_http_server
+
+    return shared_http_server()
+
+
+@pytest.fixture
+def own_http_server() -> Any:
+    """An MCP HTTP server of the test's own, for a test that ends it."""
+    from tests.mcp_servers import HttpServer
+
+    server = HttpServer().start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(params=["invoke", "ainvoke"])
 def run(request: pytest.FixtureRequest) -> Any:
     """Run a graph through ``invoke`` and, as a second test, through ``ainvoke``: every

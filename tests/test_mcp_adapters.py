@@ -19,17 +19,12 @@ from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools as adapters_load_tools
 from mcp.shared.exceptions import McpError
 
-from tests.mcp_servers import ADD_SCHEMA, NAMES, HttpServer, shared_http_server, stdio, text_of
+from tests.mcp_servers import ADD_SCHEMA, NAMES, HttpServer, stdio, text_of
 
 
 def adapters_tools(connection: dict[str, Any]) -> dict[str, Any]:
     client = MultiServerMCPClient({"test": connection})  # type: ignore[dict-item]
     return {tool.name: tool for tool in asyncio.run(client.get_tools())}
-
-
-@pytest.fixture(scope="module")
-def http_server() -> HttpServer:
-    return shared_http_server()
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from reactgraph import ReactGraph, build_graph
 from reactgraph.nodes import prompts
 from reactgraph.tools.mcp import MCPSessions, load_mcp_tools
 from tests.fakes import FakeChatModel, Runner, action, answer, fake_model
-from tests.mcp_servers import HAS_PROC, HttpServer, shared_http_server, stdio, wait_gone
+from tests.mcp_servers import HAS_PROC, HttpServer, stdio, wait_gone
 
 # Bounds a call the graph gave up on: under ``invoke`` it is abandoned on a worker thread (a
 # thread cannot be killed) and ends only here, taking its stdio server with it.
@@ -35,11 +35,6 @@ CLOSED = "the server closed the connection (did it exit? its stderr may say why)
 
 def by_name(tools: list[BaseTool]) -> dict[str, BaseTool]:
     return {tool.name: tool for tool in tools}
-
-
-@pytest.fixture(scope="module")
-def http_server() -> HttpServer:
-    return shared_http_server()
 
 
 @pytest.fixture(scope="module")

@@ -22,17 +22,11 @@ from tests.mcp_servers import (
     NAMES,
     HttpServer,
     free_port,
-    shared_http_server,
     stdio,
     wait_gone,
 )
 
 needs_proc = pytest.mark.skipif(not HAS_PROC, reason="needs /proc")
-
-
-@pytest.fixture(scope="module")
-def http_server() -> HttpServer:
-    return shared_http_server()
 
 
 def test_loading_from_a_file_in_either_layout(tmp_path: Path, http_server: HttpServer) -> None:

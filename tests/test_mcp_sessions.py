@@ -8,7 +8,6 @@ import concurrent.futures
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,25 +22,11 @@ from tests.mcp_servers import (
     NAMES,
     HttpServer,
     processes,
-    shared_http_server,
     stdio,
     wait_gone,
 )
 
 needs_proc = pytest.mark.skipif(not HAS_PROC, reason="needs /proc")
-
-
-@pytest.fixture(scope="module")
-def http_server() -> HttpServer:
-    return shared_http_server()
-
-
-@pytest.fixture
-def own_http_server() -> Iterator[HttpServer]:
-    """A server of the test's own, for a test that ends it."""
-    server = HttpServer().start()
-    yield server
-    server.stop()
 
 
 def mcp_threads() -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,7 +24,6 @@ from tests.mcp_servers import (
     HAS_PROC,
     NAMES,
     HttpServer,
-    shared_http_server,
     stdio,
     text_of,
     wait_gone,
@@ -36,19 +34,6 @@ needs_proc = pytest.mark.skipif(not HAS_PROC, reason="needs /proc")
 
 def by_name(tools: list[Any]) -> dict[str, Any]:
     return {tool.name: tool for tool in tools}
-
-
-@pytest.fixture(scope="module")
-def http_server() -> HttpServer:
-    return shared_http_server()
-
-
-@pytest.fixture
-def own_http_server() -> Iterator[HttpServer]:
-    """A server of the test's own, for a test that ends it."""
-    server = HttpServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
