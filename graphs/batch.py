@@ -14,6 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
 from reactgraph.pool import Job, run_parallel
+from reactgraph.status import aread_thread
 
 
 class BatchResult(TypedDict):
@@ -58,12 +59,18 @@ def result_of(
 async def run_one(
     graph: CompiledStateGraph, index: int, question: str, thread_id: str
 ) -> BatchResult:
-    """One question on its own thread; a run that raises gives a result with ``error`` set."""
+    """One question on its own thread; a run that raises gives a result with ``error`` set.
+    A thread a killed run of this same question left interrupted is resumed, not started again
+    (with a checkpointer; ``reactgraph.status`` decides)."""
     started = time.perf_counter()
+    config = {"configurable": {"thread_id": thread_id}}
     try:
-        out = await graph.ainvoke(
-            {"question": question}, {"configurable": {"thread_id": thread_id}}
-        )
+        payload: dict[str, Any] | None = {"question": question}
+        if graph.checkpointer:
+            status, values = await aread_thread(graph, thread_id)
+            if status == "interrupted" and values.get("question") == question:
+                payload = None
+        out = await graph.ainvoke(payload, config)
     except Exception as error:
         return result_of(index, question, thread_id, None, time.perf_counter() - started, error)
     return result_of(index, question, thread_id, out, time.perf_counter() - started, None)

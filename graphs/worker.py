@@ -23,6 +23,7 @@ from reactgraph.models import chat_model
 from reactgraph.persistence import RunRecord, aopen_db, new_record
 from reactgraph.pool import Job, Runner
 from reactgraph.pruning import prune_thread
+from reactgraph.status import aread_thread
 from reactgraph.tools import DEFAULT_CORPUS, calculator, search_tools
 from reactgraph.variants import variant as spec_of
 
@@ -71,13 +72,6 @@ def toolset(
         prefix = len(normalize_servers(mcp)) > 1
         tools += load_mcp_tools(mcp, call_timeout=tool_timeout, prefix=prefix)
     return tools
-
-
-async def _status(graph: Any, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    state = await graph.aget_state(config)
-    if not state.values:
-        return "unknown", {}
-    return ("interrupted" if state.next else "finished"), state.values
 
 
 @contextlib.asynccontextmanager
@@ -147,7 +141,7 @@ async def _run_held(
     recipe: Recipe, graph: Any, store: Any, job: Job, config: dict[str, Any]
 ) -> dict[str, Any]:
     """Run (or resume, or just read) one question's thread while holding its lock."""
-    status, values = await _status(graph, config)
+    status, values = await aread_thread(graph, job.thread_id)
     if status == "interrupted":
         values = await graph.ainvoke(None, config)  # a killed worker left it half done
     elif status == "unknown":
