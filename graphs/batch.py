@@ -8,13 +8,15 @@ import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from reactgraph.pool import Job, run_parallel
-from reactgraph.status import aread_thread
+from reactgraph.nodes.status import status_of
+
+if TYPE_CHECKING:
+    from reactgraph.app.pool import Job
 
 
 class BatchResult(TypedDict):
@@ -61,14 +63,14 @@ async def run_one(
 ) -> BatchResult:
     """One question on its own thread; a run that raises gives a result with ``error`` set.
     A thread a killed run of this same question left interrupted is resumed, not started again
-    (with a checkpointer; ``reactgraph.status`` decides)."""
+    (with a checkpointer; ``reactgraph.nodes.status`` decides)."""
     started = time.perf_counter()
     config = {"configurable": {"thread_id": thread_id}}
     try:
         payload: dict[str, Any] | None = {"question": question}
         if graph.checkpointer:
-            status, values = await aread_thread(graph, thread_id)
-            if status == "interrupted" and values.get("question") == question:
+            state = await graph.aget_state(config)
+            if status_of(state) == "interrupted" and state.values.get("question") == question:
                 payload = None
         out = await graph.ainvoke(payload, config)
     except Exception as error:
@@ -125,6 +127,8 @@ def run_processes(
     zero-argument callable (a module-level function, or a ``functools.partial`` of one)
     returning a graph, or an async context manager yielding one (to open an async
     checkpointer in the worker). A worker that dies gives its runs in flight an ``error``."""
+    from reactgraph.app.pool import Job, run_parallel  # the app's pool, loaded when used
+
     check_concurrency(concurrency)
     prefix = thread_prefix or uuid.uuid4().hex[:12]
     jobs = [Job(i, q, f"{prefix}-{i}") for i, q in enumerate(questions)]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from reactgraph import build_graph
-from reactgraph.cli import main
-from reactgraph.persistence import new_record, open_db
+from reactgraph.app.cli import main
+from reactgraph.storage.database import new_record, open_db
 from tests.fakes import ToolLog, three_turn_model
 
 DAMAGES = {
@@ -81,9 +81,9 @@ def test_one_damaged_row_costs_one_thread(
 def test_listings_read_every_record_a_page_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import reactgraph.commands_read
-    import reactgraph.persistence
-    from reactgraph.persistence import RunRecord
+    import reactgraph.app.viewing
+    import reactgraph.storage.database
+    from reactgraph.storage.database import RunRecord
 
     db = str(tmp_path / "runs.sqlite")
     limits: list[int] = []
@@ -106,8 +106,8 @@ def test_listings_read_every_record_a_page_at_a_time(
         assert sorted(old) == [f"t{n:02}" for n in range(11)], seen  # each once, none lost
         assert set(limits) == {4}
     # The commands read pages of RECORDS_PAGE (never one search for everything).
-    monkeypatch.setattr(reactgraph.persistence, "RECORDS_PAGE", 3)
-    monkeypatch.setattr(reactgraph.commands_read, "RECORDS_PAGE", 3)
+    monkeypatch.setattr(reactgraph.storage.database, "RECORDS_PAGE", 3)
+    monkeypatch.setattr(reactgraph.app.viewing, "RECORDS_PAGE", 3)
     limits.clear()
     assert main(["threads", "--db", db]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -31,12 +31,13 @@ SCRIPT = textwrap.dedent(
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-    from reactgraph import build_graph, worker
-    from reactgraph.cli import main
-    from reactgraph.persistence import DURABILITY, new_record, open_db
-    from reactgraph.pool import Job
+    from reactgraph import build_graph
+    from reactgraph.app import runner as worker
+    from reactgraph.app.cli import main
+    from reactgraph.storage.database import DURABILITY, new_record, open_db
+    from reactgraph.app.pool import Job
     from reactgraph.scripted import ScriptedChatModel
-    from reactgraph.status import read_thread
+    from reactgraph.storage.status import read_thread
 
     db, mode, work, prefix = sys.argv[1:5]
     kill_at = [0]

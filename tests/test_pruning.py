@@ -11,8 +11,8 @@ import pytest
 
 from reactgraph import build_graph
 from reactgraph.nodes.providers import ModelCallError
-from reactgraph.persistence import open_db, thread_status
-from reactgraph.pruning import NotFinished, prune_thread
+from reactgraph.storage.database import open_db, thread_status
+from reactgraph.storage.pruning import NotFinished, prune_thread
 from tests.fakes import ToolLog, action, answer, fake_model, three_turn_model
 from tests.test_persistence import postgres_url
 
@@ -86,7 +86,7 @@ def test_an_interrupted_thread_is_not_pruned(tmp_path: Path) -> None:
 
 def _finished_thread(db: str, thread: str) -> tuple[object, dict]:
     """A finished 3-turn thread of ``db`` with its run record; its final values."""
-    from reactgraph.persistence import new_record
+    from reactgraph.storage.database import new_record
 
     with open_db(db) as (saver, store):
         new_record(thread, "q", "transcript", "scripted", None, None, {}).save(store)
@@ -104,7 +104,7 @@ def _finished_thread(db: str, thread: str) -> tuple[object, dict]:
 def test_two_prunes_of_one_thread_at_once_keep_its_final_state(
     kind: str, order: str, tmp_path: Path
 ) -> None:
-    from reactgraph.pruning import _delete_older, _snapshot
+    from reactgraph.storage.pruning import _delete_older, _snapshot
 
     db = str(tmp_path / "runs.sqlite") if kind == "sqlite" else postgres_url()
     thread = f"twice-{time.time_ns()}"
@@ -128,8 +128,8 @@ def test_two_prunes_of_one_thread_at_once_keep_its_final_state(
 def test_prune_keeps_a_thread_another_process_is_running(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from reactgraph.cli import main
-    from reactgraph.persistence import thread_lock
+    from reactgraph.app.cli import main
+    from reactgraph.storage.database import thread_lock
 
     db = str(tmp_path / "runs.sqlite")
     _finished_thread(db, "busy")
@@ -149,7 +149,7 @@ KILLED_AFTER_WRITES = """
 import os, sys
 from langgraph.checkpoint.sqlite import SqliteSaver
 from reactgraph import build_graph
-from reactgraph.persistence import DURABILITY, new_record, open_db
+from reactgraph.storage.database import DURABILITY, new_record, open_db
 from tests.fakes import ToolLog, three_turn_model
 
 db, kill_at = sys.argv[1], int(sys.argv[2])
@@ -178,7 +178,7 @@ def test_prune_finished_keeps_a_thread_killed_between_its_writes_and_checkpoint(
     import subprocess
     import sys
 
-    from reactgraph.cli import main
+    from reactgraph.app.cli import main
 
     db = str(tmp_path / "runs.sqlite")
     root = Path(__file__).resolve().parents[1]

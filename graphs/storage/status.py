@@ -1,28 +1,18 @@
-"""Where a thread stands: ``finished``, ``interrupted`` or ``unknown``. This is the one decision
-every command makes before it lists, shows, resumes, re-runs or prunes a thread (``threads``,
-``show``, ``resume``, the batch and eval re-runs, ``prune``, ``run_many``/``run_processes``).
-
-A step's writes are stored task by task (``put_writes``) before the step's checkpoint. LangGraph
-1.2 leaves out of ``StateSnapshot.next`` the tasks whose writes are stored already, so a process
-killed between a task's writes and the next checkpoint leaves a thread whose ``next`` is empty
-though a step is still due. ``StateSnapshot.tasks`` lists every task of the next step, written
-or not: a thread is finished only when it has none. Resuming such a thread (``invoke(None)``)
-applies the stored writes without running their tasks again, then goes on.
-
-A checkpoint row that cannot be decoded (flipped bytes, a truncated blob, an unknown codec
-name) is ``ThreadDamaged``: one line naming the thread, never a traceback.
+"""Reading where a thread stands (``reactgraph.nodes.status`` decides): its status and latest
+values in one read, for sync and async checkpointers. A checkpoint row that cannot be decoded
+(flipped bytes, a truncated blob, an unknown codec name) is ``ThreadDamaged``: one line naming
+the thread, never a traceback, and every other thread reads as before.
 """
 
 from __future__ import annotations
 
 import zlib
-from typing import Any, Literal
+from typing import Any
 
-from langgraph.types import StateSnapshot
+from reactgraph.nodes.status import ThreadStatus, status_of
+from reactgraph.storage.database import DatabaseError
 
-from reactgraph.persistence import DatabaseError
-
-ThreadStatus = Literal["unknown", "interrupted", "finished"]
+__all__ = ["ThreadDamaged", "ThreadStatus", "aread_thread", "read_thread", "status_of"]
 
 # What decoding a damaged row raises: zlib's own error, ValueError (an unknown codec, bad
 # msgpack or JSON, bad UTF-8), and what a half-decoded value trips over on the way.
@@ -37,14 +27,6 @@ class ThreadDamaged(DatabaseError):
         self.thread_id = thread_id
         why = f"{type(error).__name__}: {error}".splitlines()[0][:200]
         super().__init__(f"thread {thread_id} is damaged: a checkpoint row cannot be read ({why})")
-
-
-def status_of(snapshot: StateSnapshot) -> ThreadStatus:
-    """``interrupted`` while the next step has any task (its writes stored or not),
-    ``finished`` when a checkpoint has no step due, ``unknown`` when there is no checkpoint."""
-    if snapshot.tasks:
-        return "interrupted"
-    return "finished" if snapshot.values else "unknown"
 
 
 def _config(thread_id: str) -> dict[str, Any]:

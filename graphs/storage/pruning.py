@@ -17,8 +17,8 @@ from langgraph.channels import DeltaChannel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite
 
-from reactgraph.locking import is_postgres
-from reactgraph.status import read_thread, status_of
+from reactgraph.storage.locks import is_postgres
+from reactgraph.storage.status import read_thread, status_of
 
 
 class NotFinished(RuntimeError):

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from reactgraph import build_graph
-from reactgraph import console as out
-from reactgraph.commands import UsageError, load_record, reader
+from reactgraph.app import console as out
+from reactgraph.app.options import UsageError, load_record, reader
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
-from reactgraph.persistence import RECORDS_PAGE, NoDatabase, RunRecord, open_db
 from reactgraph.scripted import ScriptedChatModel
-from reactgraph.status import ThreadDamaged, read_thread
+from reactgraph.storage.database import RECORDS_PAGE, NoDatabase, RunRecord, open_db
+from reactgraph.storage.status import ThreadDamaged, read_thread
 from reactgraph.variants import variant
 
 

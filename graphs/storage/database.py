@@ -17,13 +17,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from reactgraph.compression import serializer
-from reactgraph.dbfaults import explain
+from reactgraph.storage.compression import serializer
+from reactgraph.storage.faults import explain
 
 # The thread lock's old home: these names stay importable from here.
-from reactgraph.locking import ThreadBusy as ThreadBusy
-from reactgraph.locking import is_postgres
-from reactgraph.locking import thread_lock as thread_lock
+from reactgraph.storage.locks import ThreadBusy as ThreadBusy
+from reactgraph.storage.locks import is_postgres
+from reactgraph.storage.locks import thread_lock as thread_lock
 
 # The durability that makes a run resumable after SIGKILL at any point: each step's checkpoint
 # is written before the next step starts ("async" can lose the last steps).
@@ -225,7 +225,7 @@ def new_record(
 
 
 def thread_status(graph: CompiledStateGraph, thread_id: str) -> ThreadStatus:
-    """``reactgraph.status.thread_status`` (its old home): the one status every command reads."""
-    from reactgraph.status import thread_status as status
+    """``reactgraph.storage.status.thread_status``: the one status every command reads."""
+    from reactgraph.storage.status import thread_status as status
 
     return status(graph, thread_id)
