@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from batch import bench_batch
 from concurrency import bench_concurrency
+from killbatch import bench_killbatch
 from overhead import bench_overhead
 from storage import bench_storage
 from tokens import bench_compaction, bench_prompt_tokens
@@ -31,6 +32,7 @@ SECTIONS: dict[str, Callable[[int], None]] = {
     "storage": bench_storage,
     "concurrency": bench_concurrency,
     "batch": bench_batch,
+    "killbatch": bench_killbatch,
 }
 
 
