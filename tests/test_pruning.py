@@ -205,3 +205,37 @@ def test_prune_finished_keeps_a_thread_killed_between_its_writes_and_checkpoint(
         assert thread_status(graph, "live") == "interrupted"
         out = graph.invoke(None, {"configurable": {"thread_id": "live"}})
     assert out["answer"] == "done" and len(out["turns"]) == 3
+
+
+def test_run_many_resumes_a_thread_its_question_left_interrupted(tmp_path: Path) -> None:
+    import asyncio
+
+    from reactgraph.batch import run_many
+    from reactgraph.nodes.status import status_of
+    from reactgraph.storage.database import aopen_db
+
+    def broken(messages: list) -> str:
+        raise ConnectionError("down")
+
+    async def main() -> list:
+        async with aopen_db(str(tmp_path / "runs.sqlite")) as (saver, _):
+            log = ToolLog()
+            cut = build_graph(
+                "transcript",
+                model=fake_model(action("echo", "1"), broken),
+                tools=[log.echo()],
+                checkpointer=saver,
+                model_retries=0,
+            )
+            first = [r async for r in run_many(cut, ["q"], thread_prefix="p")]
+            state = await cut.aget_state({"configurable": {"thread_id": "p-0"}})
+            assert first[0]["error"] and status_of(state) == "interrupted"
+            graph = build_graph(
+                "transcript", model=three_turn_model(), tools=[log.echo()], checkpointer=saver
+            )
+            again = [r async for r in run_many(graph, ["q"], thread_prefix="p")]
+            return [again[0], log.calls]
+
+    result, calls = asyncio.run(main())
+    assert (result["answer"], result["turns"], result["error"]) == ("done", 3, None)
+    assert calls == [("echo", "1"), ("echo", "2")]  # echo 1 ran once: the run went on
