@@ -21,6 +21,7 @@ from collections.abc import Callable
 from batch import bench_batch
 from concurrency import bench_concurrency
 from killbatch import bench_killbatch
+from listing import bench_listing
 from overhead import bench_overhead
 from storage import bench_storage
 from tokens import bench_compaction, bench_prompt_tokens
@@ -33,6 +34,7 @@ SECTIONS: dict[str, Callable[[int], None]] = {
     "concurrency": bench_concurrency,
     "batch": bench_batch,
     "killbatch": bench_killbatch,
+    "listing": bench_listing,
 }
 
 
