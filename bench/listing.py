@@ -1,13 +1,16 @@
-"""``reactgraph threads`` over many run records: every one is listed, and the peak memory stays
-about the same whether there are ten thousand or over a hundred thousand (the records are read
-500 at a time; before, the listing stopped silently at 100,000).
+"""What ``reactgraph threads`` and ``prune --finished`` read: every run record, 500 at a time.
+Each size runs in a process of its own, which pages through all the records and reports how
+many it saw and its peak RSS: the same whether there are ten thousand or more than a hundred
+thousand (before, the listing stopped silently at 100,000, having read them all at once).
 
-``python bench/listing.py [N ...]`` (or the ``listing`` section of ``bench.py``).
+``python bench/listing.py [N ...]`` (or the ``listing`` section of ``bench.py``). Only the
+paging is timed: the commands then read each thread's status (constant memory per thread) and
+``threads`` renders its table a page at a time.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import subprocess
 import sys
 import tempfile
@@ -16,45 +19,45 @@ from pathlib import Path
 
 from common import mb, table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+ROOT = Path(__file__).resolve().parents[1]
 SIZES = (10_000, 110_000)
 
+WRITE = """
+import sys
+from langgraph.store.base import PutOp
+from reactgraph.storage import open_db
+from reactgraph.storage.database import RUNS, new_record
 
-def recorded(db: str, count: int) -> None:
-    """``count`` run records (threads without checkpoints), written in batches."""
-    from langgraph.store.base import PutOp
+db, count = sys.argv[1], int(sys.argv[2])
+with open_db(db) as (_, store):
+    for start in range(0, count, 5000):
+        ops = []
+        for n in range(start, min(count, start + 5000)):
+            record = new_record(f"t{n:06}", f"question {n}", "transcript", "m", None, None, {})
+            ops.append(PutOp(RUNS, record.thread_id, dict(record.__dict__)))
+        store.batch(ops)
+"""
 
-    from reactgraph.storage import open_db
-    from reactgraph.storage.database import RUNS, new_record
+READ = """
+import json, resource, sys, time
+from reactgraph.storage import RunRecord, open_db
 
-    with open_db(db) as (_, store):
-        for start in range(0, count, 5000):
-            ops = []
-            for n in range(start, min(count, start + 5000)):
-                record = new_record(f"t{n:06}", f"question {n}", "transcript", "m", None, None, {})
-                ops.append(PutOp(RUNS, record.thread_id, dict(record.__dict__)))
-            store.batch(ops)
-
-
-def listed(db: str, folder: str) -> tuple[int, float, float]:
-    """Rows ``threads`` printed, its wall time and its own peak RSS."""
-    reactgraph = str(Path(sys.executable).with_name("reactgraph"))
-    output = Path(folder) / "listing.txt"
+with open_db(sys.argv[1], read_only=True) as (_, store):
     started = time.perf_counter()
-    with output.open("w") as sink:
-        process = subprocess.Popen(
-            [reactgraph, "threads", "--db", db],
-            stdout=sink,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "COLUMNS": "200"},
-        )
-        _, status, usage = os.wait4(process.pid, 0)
+    seen = {record.thread_id for record in RunRecord.each(store)} if sys.argv[2] == "ids" else None
+    count = len(seen) if seen is not None else sum(1 for _ in RunRecord.each(store))
     wall = time.perf_counter() - started
-    assert os.waitstatus_to_exitcode(status) == 0
-    lines = output.read_text().splitlines()
-    rows = sum(line.split()[0].startswith("t0") for line in lines if line.strip())
-    return rows, wall, usage.ru_maxrss * 1024
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"count": count, "wall": wall, "peak": peak}))
+"""
+
+
+def python(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
 
 
 def bench_listing(repeats: int, sizes: tuple[int, ...] = SIZES) -> None:
@@ -62,11 +65,24 @@ def bench_listing(repeats: int, sizes: tuple[int, ...] = SIZES) -> None:
     for count in sizes:
         with tempfile.TemporaryDirectory() as folder:
             db = str(Path(folder) / "runs.sqlite")
-            recorded(db, count)
-            shown, wall, peak = listed(db, folder)
-        rows.append((f"{count:,}", f"{shown:,}", f"{wall:.1f}", mb(peak)))
-    print("## `reactgraph threads` over many runs (SQLite, threads without checkpoints)\n")
-    table(("run records", "rows listed", "wall (s)", "peak RSS"), rows)
+            started = time.perf_counter()
+            python(WRITE, db, str(count))
+            written = time.perf_counter() - started
+            # Distinct ids (a set, so that one costs memory) to check none is missed or repeated.
+            unique = json.loads(python(READ, db, "ids"))
+            paged = json.loads(python(READ, db, "count"))
+        assert unique["count"] == paged["count"] == count, (unique, paged, count)
+        rows.append(
+            (
+                f"{count:,}",
+                f"{unique['count']:,}",
+                f"{written:.0f}",
+                f"{paged['wall']:.1f}",
+                mb(paged["peak"]),
+            )
+        )
+    print("## Paging through the run records (SQLite)\n")
+    table(("records", "distinct seen", "written (s)", "paged (s)", "peak RSS paging"), rows)
 
 
 if __name__ == "__main__":
