@@ -17,6 +17,7 @@ import psycopg
 from langchain_core.language_models import BaseChatModel
 
 from reactgraph import build_graph
+from reactgraph.locking import Lease
 from reactgraph.models import chat_model
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
 from reactgraph.persistence import (
@@ -132,12 +133,13 @@ def load_record(store: Any, thread: str, db: str) -> RunRecord:
 
 
 @contextlib.contextmanager
-def held(db: str, thread: str) -> Iterator[None]:
+def held(db: str, thread: str) -> Iterator[Lease]:
     """The thread's lock for this process (``ThreadBusy`` when another holds it); a lock that
-    cannot be made (an unwritable folder, a server down) is a ``DatabaseError``."""
+    cannot be made (an unwritable folder, a server down) is a ``DatabaseError``. A run under it
+    writes with ``lease_saver(saver, lease)``."""
     lock = contextlib.ExitStack()
     try:
-        lock.enter_context(thread_lock(db, thread))
+        lease = lock.enter_context(thread_lock(db, thread))
     except OSError as error:
         where = db if is_postgres(db) else f"{db}.locks"
         raise DatabaseError(
@@ -147,7 +149,7 @@ def held(db: str, thread: str) -> Iterator[None]:
     except DB_FAULTS as error:
         raise DatabaseError(explain(db, error)) from error
     try:
-        yield
+        yield lease
     finally:
         try:
             lock.close()

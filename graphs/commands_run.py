@@ -22,6 +22,7 @@ from reactgraph.commands import (
     resume_hint,
     run_settings,
 )
+from reactgraph.locking import Lease, lease_saver
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.persistence import (
     DURABILITY,
@@ -49,9 +50,9 @@ def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[A
         raise UsageError(str(error)) from None
 
 
-def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str) -> int:
+def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str, lease: Lease) -> int:
     """Print each turn of a started run live; Ctrl-C, spent retries and a database fault leave
-    it resumable and say how."""
+    it resumable and say how. A lost lock stops the run at its next write."""
     hint = resume_hint(record.thread_id, db)
     try:
         for turn in out.turns_in(updates):
@@ -66,6 +67,13 @@ def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str) -
         text = str(error) if isinstance(error, DatabaseError) else explain(db, error)
         # A server that went away keeps every step it stored; a damaged file may not.
         after = f". The run is saved up to its last step; resume it with: {hint}"
+        if lease.lost():
+            # The writes go over the lock's connection: none could follow the lost lock.
+            after = (
+                f"; the lock on thread {record.thread_id} went with its connection, so the run "
+                "stopped before writing again (another process may have taken the thread over)"
+                f". The run is saved up to its last step; resume it with: {hint}"
+            )
         out.fail(text + (after if is_postgres(db) else ""))
         return 2
     values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
@@ -85,7 +93,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     record = new_record(
         thread, args.question, args.variant, args.model, base_url, args.corpus, settings
     )
-    with open_db(args.db) as (saver, store), held(args.db, thread):
+    with open_db(args.db) as (saver, store), held(args.db, thread) as lease:
         # Checked under the lock: a second `ask` on this thread can no longer pass the check
         # while the first is still starting, then overwrite its record.
         if RunRecord.load(store, thread) is not None:
@@ -93,20 +101,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 f"thread {thread} already exists in {args.db}; "
                 f"`reactgraph resume {thread}` or pick another --thread"
             )
-        graph = build_for(record, model, saver, store)
+        graph = build_for(record, model, lease_saver(saver, lease), store)
         updates = start(graph, {"question": args.question}, thread)
         record.save(store)
         out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
-        return stream_run(graph, updates, record, args.db)
+        return stream_run(graph, updates, record, args.db, lease)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     if not is_postgres(args.db) and not os.path.exists(args.db):
         raise UsageError(f"no database at {args.db}")  # nothing to resume; create nothing
-    with open_db(args.db) as (saver, store), held(args.db, args.thread):
+    with open_db(args.db) as (saver, store), held(args.db, args.thread) as lease:
         record = load_record(store, args.thread, args.db)
         name, url = args.model or record.model, args.base_url or record.base_url
-        graph = build_for(record, make_model(name, url, args.timeout), saver, store)
+        model = make_model(name, url, args.timeout)
+        graph = build_for(record, model, lease_saver(saver, lease), store)
         config = {"configurable": {"thread_id": record.thread_id}}
         status = thread_status(graph, record.thread_id)
         if status == "finished":
@@ -120,7 +129,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         payload = {"question": record.question} if status == "unknown" else None
         updates = start(graph, payload, record.thread_id)
         out.console.print(f"[dim]resuming thread {record.thread_id} ({name})[/dim]")
-        return stream_run(graph, updates, record, args.db)
+        return stream_run(graph, updates, record, args.db, lease)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -9,14 +9,24 @@ worker whose lock vanished can never write over the worker that took the thread 
 through ``guarded(saver, leases)``: before each checkpoint write it asks the thread's lease
 whether the lock is still held, and raises ``LockLost`` instead of writing if not. The step in
 flight is then lost (the new holder redoes it), never written twice.
+
+``ask`` and ``resume`` close the gap between that check and the write: ``lease_saver(saver,
+lease)`` writes the run's checkpoints over the very connection that holds the lock, so once the
+lock is gone (its connection died) no write can follow it.
+
+``setup_lock(db)`` (and ``asetup_lock``) serialize LangGraph's table setup on a PostgreSQL
+database: its ``setup()`` runs CREATE TABLE IF NOT EXISTS and its migrations unguarded, so two
+commands opening a fresh database at once would race (``duplicate key ... pg_type``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +56,16 @@ class Lease:
         self.thread_id = thread_id
         self._connection = connection
         self._lock = threading.Lock()
+
+    @property
+    def connection(self) -> Any:
+        """The PostgreSQL connection whose session holds the lock (None for a flock)."""
+        return self._connection
+
+    def lost(self) -> bool:
+        """Whether the lock's connection is known to be gone, and the lock with it."""
+        connection = self._connection
+        return connection is not None and (connection.closed or connection.broken)
 
     def check(self) -> None:
         if self._connection is None:
@@ -93,6 +113,62 @@ def thread_lock(db: str, thread_id: str) -> Iterator[Lease]:
         except BlockingIOError:
             raise ThreadBusy(f"thread {thread_id} is running in another process") from None
         yield Lease(thread_id)
+
+
+def lease_saver(saver: BaseCheckpointSaver, lease: Lease) -> BaseCheckpointSaver:
+    """The checkpointer a run under ``lease`` reads and writes with: on PostgreSQL a saver over
+    the lock's own connection (the lock and the writes share one session, so a lost lock is a
+    dead connection and no write can follow it); with a flock, which lives as long as this
+    process, ``saver`` itself."""
+    if lease.connection is None:
+        return saver
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    # The lock's connection is in autocommit mode, as PostgresSaver needs; its queries name
+    # their own row factory, so the connection's tuple rows do not matter.
+    return PostgresSaver(lease.connection, serde=saver.serde)
+
+
+# The setup lock's key: the two-int form, a key space apart from the threads' one-bigint keys.
+_SETUP_KEY = (0x72677270, 1)  # "rgrp", 1
+
+
+_SETUP_TRY = "SELECT pg_try_advisory_lock(%s, %s)"
+# A waiter polls rather than blocks in pg_advisory_lock: a session blocked in a statement is an
+# open transaction, which the holder's CREATE INDEX CONCURRENTLY would wait for, forever.
+_SETUP_POLL_S = 0.05
+_SETUP_WAIT_S = 120.0  # then set up anyway: a fault is reported as the database's own
+
+
+@contextlib.contextmanager
+def setup_lock(db: str) -> Iterator[None]:
+    """Hold the database's setup lock (waiting for another process's setup to end): LangGraph's
+    ``setup()`` may then create the tables and run migrations without racing another."""
+    import psycopg
+
+    with psycopg.connect(db, autocommit=True, application_name="reactgraph-setup") as connection:
+        deadline = time.monotonic() + _SETUP_WAIT_S
+        while not connection.execute(_SETUP_TRY, _SETUP_KEY).fetchone()[0]:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(_SETUP_POLL_S)
+        yield  # closing the connection ends its session, and the lock with it
+
+
+@contextlib.asynccontextmanager
+async def asetup_lock(db: str) -> AsyncIterator[None]:
+    """``setup_lock`` for async code."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(
+        db, autocommit=True, application_name="reactgraph-setup"
+    ) as connection:
+        deadline = time.monotonic() + _SETUP_WAIT_S
+        while not (await (await connection.execute(_SETUP_TRY, _SETUP_KEY)).fetchone())[0]:
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(_SETUP_POLL_S)
+        yield
 
 
 class GuardedSaver(BaseCheckpointSaver):

@@ -22,7 +22,7 @@ from reactgraph.dbfaults import explain
 
 # The thread lock's old home: these names stay importable from here.
 from reactgraph.locking import ThreadBusy as ThreadBusy
-from reactgraph.locking import is_postgres
+from reactgraph.locking import asetup_lock, is_postgres, setup_lock
 from reactgraph.locking import thread_lock as thread_lock
 
 # The durability that makes a run resumable after SIGKILL at any point: each step's checkpoint
@@ -85,8 +85,9 @@ def open_db(
                 PostgresSaver.from_conn_string(db) as saver,
                 PostgresStore.from_conn_string(db) as store,
             ):
-                saver.setup()
-                store.setup()
+                with setup_lock(db):  # two commands on a fresh database would race
+                    saver.setup()
+                    store.setup()
                 yield saver, store
         except Exception as error:
             if type(error).__module__.startswith("psycopg"):
@@ -137,8 +138,9 @@ async def aopen_db(db: str = DEFAULT_DB) -> AsyncIterator[tuple[BaseCheckpointSa
             AsyncPostgresSaver.from_conn_string(db) as saver,
             AsyncPostgresStore.from_conn_string(db) as store,
         ):
-            await saver.setup()
-            await store.setup()
+            async with asetup_lock(db):
+                await saver.setup()
+                await store.setup()
             yield saver, store
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
