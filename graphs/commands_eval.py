@@ -49,6 +49,14 @@ def items_from(args: argparse.Namespace) -> list[Item]:
     return items
 
 
+def source_of(args: argparse.Namespace) -> str:
+    """The question set's name for its threads and result lines: ``bundled``, or the file's
+    absolute path with its format."""
+    if args.bundled:
+        return "bundled"
+    return f"{args.format}:{os.path.realpath(args.questions)}"
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     variants = chosen_variants(args.variants)
     items = items_from(args)
@@ -81,6 +89,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 concurrency=args.concurrency,
                 on_start=on_start,
+                source=source_of(args),
             ):
                 bar.advance(task)
         except KeyboardInterrupt:
