@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from reactgraph.persistence import open_db
+from reactgraph.storage.database import open_db
 from tests.fakes import SEED, FakeOpenAIServer, seed_responder
 from tests.test_cli import cli, popen
 from tests.test_persistence import postgres_url

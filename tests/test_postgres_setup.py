@@ -13,8 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from reactgraph.dbfaults import explain
-from reactgraph.persistence import DatabaseError, aopen_db, open_db
+from reactgraph.storage.database import DatabaseError, aopen_db, open_db
+from reactgraph.storage.faults import explain
 from tests.test_cli import popen
 from tests.test_persistence import postgres_url
 

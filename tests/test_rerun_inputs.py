@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from reactgraph.batchfile import read_questions, run_file
-from reactgraph.eval import read_hotpotqa, read_jsonl
-from reactgraph.eval.run import run_eval
+from reactgraph.app.batchfile import read_questions, run_file
+from reactgraph.app.eval import read_hotpotqa, read_jsonl
+from reactgraph.app.eval.run import run_eval
+from reactgraph.app.runner import Recipe
 from reactgraph.nodes.storable import REPLACEMENT
-from reactgraph.worker import Recipe
 from tests.fakes import echo_question_model
 
 # Worker processes: `make test` runs these, `make test-quick` leaves them out.

@@ -2,7 +2,7 @@
 ends, so an interrupted batch re-run skips what is done and loses nothing already written.
 
 Each question runs on a thread of the database named after the questions file, the variant, the
-question's id and a digest of its text, under that thread's lock (``reactgraph.worker``), in one
+question's id and a digest of its text, under that thread's lock (``reactgraph.app.runner``), in one
 of ``workers`` processes. A re-run skips the questions with a result, resumes a thread a killed
 worker left half done, and reports a finished one without running it again. A result line and a
 thread count only for the id with the very text they answered: an edited question runs again.
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from reactgraph import console as out
-from reactgraph.jsonl import (
+from reactgraph.app import console as out
+from reactgraph.app.jsonl import (
     MAX_LINE_BYTES,
     BadLine,
     Skip,
@@ -26,9 +26,9 @@ from reactgraph.jsonl import (
     read_jsonl_lines,
     refuse_unstorable,
 )
-from reactgraph.pool import Job, run_parallel
-from reactgraph.resultsfile import Results, keyed_by
-from reactgraph.worker import Recipe, open_runner
+from reactgraph.app.pool import Job, run_parallel
+from reactgraph.app.results import Results, keyed_by
+from reactgraph.app.runner import Recipe, open_runner
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 
@@ -36,7 +36,7 @@ Outcome = Literal["done", "ran", "failed", "busy"]
 @dataclass(frozen=True)
 class Question:
     """A good line: ``id`` as given (any JSON string or number, or ``line-N`` for a line without
-    one) and ``key``, its unambiguous text (``reactgraph.jsonl.id_text``), unique in the file."""
+    one) and ``key``, its unambiguous text (``jsonl.id_text``), unique in the file."""
 
     number: int
     key: str

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reactgraph import console as out
-from reactgraph.jsonl import BadLine, id_text, read_jsonl_stream
+from reactgraph.app import console as out
+from reactgraph.app.jsonl import BadLine, id_text, read_jsonl_stream
 
 
 def keyed_by(*fields: str) -> Callable[[dict[str, Any]], str | None]:
