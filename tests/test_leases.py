@@ -1,9 +1,11 @@
-"""``ask`` and ``resume`` on PostgreSQL write a run's checkpoints over the connection that holds
-the thread's advisory lock: once that lock is gone (its connection died) the run cannot write
-again, so a second process that took the thread over never sees its history forked."""
+"""``ask``, ``resume`` and the batch and eval workers on PostgreSQL write a run's checkpoints over
+the connection that holds the thread's advisory lock: once that lock is gone (its connection
+died) the run cannot write again, so a second process that took the thread over never sees its
+history forked."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import itertools
 import threading
@@ -14,8 +16,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from reactgraph.app.pool import Job
+from reactgraph.app.runner import Recipe, open_runner
 from reactgraph.storage.database import open_db
-from tests.fakes import SEED, FakeOpenAIServer, seed_responder
+from reactgraph.storage.locks import Lease
+from tests.fakes import SEED, FakeOpenAIServer, echo_question_model, seed_responder
 from tests.test_cli import cli, popen
 from tests.test_persistence import postgres_url
 
@@ -124,3 +129,66 @@ def _fault() -> Any:
     from tests.fakes import Fault
 
     return Fault(400, "no more replies")
+
+
+def worker_recipe(db: str) -> Recipe:
+    return Recipe(
+        variant="transcript",
+        model="scripted",
+        base_url=None,
+        timeout=10.0,
+        corpus=None,
+        settings={"tool_timeout": 10.0},
+        db=db,
+        model_factory=echo_question_model,
+    )
+
+
+def run_jobs(db: str, *jobs: Job) -> list[dict[str, Any]]:
+    async def main() -> list[dict[str, Any]]:
+        async with open_runner(worker_recipe(db)) as run:
+            return list(await asyncio.gather(*(run(job) for job in jobs)))
+
+    return asyncio.run(main())
+
+
+def test_workers_write_over_their_lock_connections_and_finish() -> None:
+    db = postgres_url()
+    threads = [f"lease-ok-{uuid.uuid4().hex[:8]}" for _ in range(3)]
+    jobs = [Job(i, f"Question {i}?", thread) for i, thread in enumerate(threads)]
+    results = run_jobs(db, *jobs)
+    assert [(r["answer"], r["status"], r["error"]) for r in results] == [
+        (f"Question {i}?", "answered", None) for i in range(3)
+    ]
+    for thread in threads:
+        parents = children_per_checkpoint(db, thread)
+        assert parents and max(parents.values()) == 1, parents
+    # A finished thread is read, not run again, by the next worker.
+    (again,) = run_jobs(db, jobs[0])
+    assert again["answer"] == "Question 0?" and again["error"] is None
+
+
+def test_a_worker_lock_lost_right_after_its_check_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The gap between asking whether the lock is held and writing: the lock is lost just
+    after the check passed, and the write must still not land."""
+    db = postgres_url()
+    thread = f"lease-gap-{uuid.uuid4().hex[:8]}"
+    check = Lease.check
+
+    def check_then_lose(lease: Lease) -> None:
+        check(lease)
+        if lease.connection is not None:
+            with psycopg.connect(db, autocommit=True) as admin:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s",
+                    (f"reactgraph-lock:{thread}"[:63],),
+                )
+
+    monkeypatch.setattr(Lease, "check", check_then_lose)
+    (result,) = run_jobs(db, Job(0, "Is the gap closed?", thread))
+    assert (result["error"] or "").startswith("LockLost"), result
+    with open_db(db) as (saver, _):
+        assert list(saver.list({"configurable": {"thread_id": thread}})) == []

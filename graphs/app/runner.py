@@ -21,7 +21,7 @@ from reactgraph.app.pool import Job, Runner
 from reactgraph.batch import result_of
 from reactgraph.models import chat_model
 from reactgraph.storage.database import RunRecord, aopen_db, new_record
-from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, thread_lock
+from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, athread_lock
 from reactgraph.storage.pruning import prune_thread
 from reactgraph.tools import DEFAULT_CORPUS, calculator, search_tools
 from reactgraph.variants import variant as spec_of
@@ -126,7 +126,8 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
             started = time.perf_counter()
             try:
                 graph = graph_for(job)
-                with thread_lock(recipe.db, job.thread_id) as lease:
+                # On PostgreSQL the run's writes go over the lock's own connection.
+                async with athread_lock(recipe.db, job.thread_id, saver) as lease:
                     leases[job.thread_id] = lease
                     try:
                         values = await _run_held(recipe, graph, store, job, config)

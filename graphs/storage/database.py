@@ -22,8 +22,9 @@ from reactgraph.storage.faults import explain
 
 # The thread lock's old home: these names stay importable from here.
 from reactgraph.storage.locks import ThreadBusy as ThreadBusy
-from reactgraph.storage.locks import asetup_lock, is_postgres, setup_lock
+from reactgraph.storage.locks import is_postgres
 from reactgraph.storage.locks import thread_lock as thread_lock
+from reactgraph.storage.setuplock import asetup_lock, setup_lock
 
 # The durability that makes a run resumable after SIGKILL at any point: each step's checkpoint
 # is written before the next step starts ("async" can lose the last steps).
