@@ -10,7 +10,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from reactgraph.app.eval.parser import add_eval_parser
@@ -181,6 +181,14 @@ def make_parser() -> Parser:
     return parser
 
 
+def command(handler: str | Callable[[argparse.Namespace], int]) -> Callable[..., int]:
+    """A sub-command's function: ``"module:function"`` imported now (a function as it is)."""
+    if callable(handler):
+        return handler
+    module, name = handler.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     args = make_parser().parse_args(argv)
@@ -188,9 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from reactgraph.storage.database import DatabaseError, ThreadBusy
 
     out.configure_logging(args.verbose)
-    module, name = args.handler.split(":")
     try:
-        return getattr(importlib.import_module(module), name)(args)
+        return command(args.handler)(args)
     except (UsageError, DatabaseError, ThreadBusy) as error:
         out.fail(str(error))
         return 2

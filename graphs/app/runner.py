@@ -72,7 +72,8 @@ def settings_of(variant: str, settings: dict[str, Any]) -> dict[str, Any]:
 def tool_timeout(variant: str, settings: dict[str, Any]) -> float:
     """The tool timeout a graph of ``variant`` built with ``settings`` has (its spec's default
     unless given)."""
-    return check_all(variant, spec_of(variant).settings, settings, where="build")["tool_timeout"]
+    own = settings_of(variant, settings)
+    return check_all(variant, spec_of(variant).settings, own, where="build")["tool_timeout"]
 
 
 def toolset(corpus: str | None, options: RunOptions, timeout: float) -> list[Any]:
