@@ -16,28 +16,27 @@ from reactgraph.app.options import (
     UsageError,
     build_for,
     held,
-    load_record,
     make_model,
-    reader,
     resume_hint,
     run_settings,
 )
 from reactgraph.app.runner import Recipe
+from reactgraph.app.viewing import load_record, reader
+from reactgraph.graph import DURABILITY
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
+from reactgraph.storage.address import is_postgres
 from reactgraph.storage.database import (
-    DURABILITY,
     DatabaseError,
     RunRecord,
     explain,
-    is_postgres,
     new_record,
     open_db,
     thread_status,
 )
 from reactgraph.storage.locks import Lease, lease_saver
 from reactgraph.storage.pruning import prune_thread, vacuum
-from reactgraph.tools import calculator, search_tools
+from reactgraph.tools import default_tools
 
 
 def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[Any]:
@@ -86,12 +85,19 @@ def cmd_ask(args: argparse.Namespace) -> int:
         raise UsageError('the question is empty: reactgraph ask "your question"')
     if args.corpus is not None and not os.path.isdir(args.corpus):
         raise UsageError(f"corpus folder not found: {args.corpus}")
-    settings = run_settings(args)
+    settings, options = run_settings(args)
     model = make_model(args.model, args.base_url, args.timeout)
     thread = args.thread or uuid.uuid4().hex[:12]
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     record = new_record(
-        thread, args.question, args.variant, args.model, base_url, args.corpus, settings
+        thread,
+        args.question,
+        args.variant,
+        args.model,
+        base_url,
+        args.corpus,
+        settings,
+        options.as_dict(),
     )
     with open_db(args.db) as (saver, store), held(args.db, thread) as lease:
         # Checked under the lock: a second `ask` on this thread can no longer pass the check
@@ -141,7 +147,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     out.console.print(f"\nQuestion: {DEMO_QUESTION}")
     model = ScriptedChatModel(replies=DEMO_REPLIES)
-    graph = build_graph("transcript", model=model, tools=[*search_tools(), calculator])
+    graph = build_graph("transcript", model=model, tools=default_tools())
     values: dict[str, Any] = {}
     for mode, chunk in graph.stream({"question": DEMO_QUESTION}, stream_mode=["updates", "values"]):
         if mode == "values":
@@ -162,12 +168,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     )
 
 
-def recipe_from(args: argparse.Namespace) -> Recipe:
-    """How each worker of a batch (or an eval) builds its graph, checked here first so a bad
-    option is one line before any worker starts."""
+def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> Recipe:
+    """How each worker of a batch (or an eval, of ``variants``) builds its graph, checked here
+    first so a bad option is one line before any worker starts."""
     if args.corpus is not None and not os.path.isdir(args.corpus):
         raise UsageError(f"corpus folder not found: {args.corpus}")
-    settings = run_settings(args)
+    settings, options = run_settings(args, variants)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
     db = args.db if is_postgres(args.db) else os.path.abspath(args.db)
     with open_db(db):
@@ -178,11 +184,10 @@ def recipe_from(args: argparse.Namespace) -> Recipe:
         base_url=args.base_url or os.environ.get("OPENAI_BASE_URL") or None,
         timeout=args.timeout,
         corpus=os.path.abspath(args.corpus) if args.corpus else None,
-        settings={k: v for k, v in settings.items() if k not in ("mcp", "default_tools")},
+        settings=settings,
         db=db,
         prune=args.prune,
-        mcp=settings.get("mcp"),
-        default_tools=settings.get("default_tools", True),
+        options=options,
         concurrency=args.concurrency,
     )
 
