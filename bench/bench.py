@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 from batch import bench_batch
 from concurrency import bench_concurrency
+from killbatch import bench_killbatch
+from listing import bench_listing
 from overhead import bench_overhead
 from startup import bench_startup
 from storage import bench_storage
@@ -35,6 +37,8 @@ SECTIONS: dict[str, Callable[[int], None]] = {
     "concurrency": bench_concurrency,
     "batch": bench_batch,
     "startup": bench_startup,
+    "killbatch": bench_killbatch,
+    "listing": bench_listing,
 }
 
 

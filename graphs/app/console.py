@@ -24,6 +24,7 @@ _TONES = {"good": "green", "partial": "yellow", "bad": "red"}
 STATUS_STYLE = {
     **{e.status: _TONES[e.tone] for e in ENDINGS.values()},
     "interrupted": "magenta",  # a thread's state, not how a run ended
+    "damaged": "bold red",  # a thread whose checkpoint cannot be read
 }
 
 
@@ -134,11 +135,12 @@ def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
     )
 
 
-def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
-    """``reactgraph threads``: one row per run in the database."""
+def print_threads(rows: list[tuple[RunRecord, str, int | None]], header: bool = True) -> None:
+    """``reactgraph threads``: one row per run in the database (turns ``?`` when unknown). The
+    listing comes a page at a time: each page after the first is printed without a header."""
     # What the other columns leave of the terminal, so the question is cut by us, at a word.
     width = max(20, min(70, console.width - 50))
-    table = Table("thread", "variant", "status", "turns", box=None)
+    table = Table("thread", "variant", "status", "turns", box=None, show_header=header)
     table.add_column("question", no_wrap=True, overflow="ellipsis")
     for record, status, turns in rows:
         style = STATUS_STYLE.get(status, "white")
@@ -146,7 +148,7 @@ def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
             escape(record.thread_id),
             record.variant,
             f"[{style}]{status}[/{style}]",
-            str(turns),
+            "?" if turns is None else str(turns),
             escape(clip(record.question, width)),
         )
     console.print(table if rows else "[dim]no threads in this database[/dim]")

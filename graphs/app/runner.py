@@ -25,6 +25,7 @@ from reactgraph.settings import check_all
 from reactgraph.storage.database import RunRecord, aopen_db, new_record
 from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, athread_lock
 from reactgraph.storage.pruning import prune_thread
+from reactgraph.storage.status import aread_thread
 from reactgraph.tools import default_tools
 from reactgraph.variants import variant as spec_of
 
@@ -91,13 +92,6 @@ def toolset(corpus: str | None, options: RunOptions, timeout: float) -> list[Any
     return tools
 
 
-async def _status(graph: Any, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    state = await graph.aget_state(config)
-    if not state.values:
-        return "unknown", {}
-    return ("interrupted" if state.next else "finished"), state.values
-
-
 @contextlib.asynccontextmanager
 async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
     """A runner for this process: one model client, one database connection, and a graph per
@@ -162,7 +156,7 @@ async def _run_held(
     recipe: Recipe, graph: Any, store: Any, job: Job, config: dict[str, Any]
 ) -> dict[str, Any]:
     """Run (or resume, or just read) one question's thread while holding its lock."""
-    status, values = await _status(graph, config)
+    status, values = await aread_thread(graph, job.thread_id)
     if status == "interrupted":
         values = await graph.ainvoke(None, config)  # a killed worker left it half done
     elif status == "unknown":

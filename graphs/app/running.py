@@ -32,10 +32,10 @@ from reactgraph.storage.database import (
     explain,
     new_record,
     open_db,
-    thread_status,
 )
-from reactgraph.storage.locks import Lease, lease_saver
+from reactgraph.storage.locks import Lease, ThreadBusy, lease_saver
 from reactgraph.storage.pruning import prune_thread, vacuum
+from reactgraph.storage.status import ThreadDamaged, read_thread, thread_status
 from reactgraph.tools import default_tools
 
 
@@ -122,11 +122,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         name, url = args.model or record.model, args.base_url or record.base_url
         model = make_model(name, url, args.timeout)
         graph = build_for(record, model, lease_saver(saver, lease), store)
-        config = {"configurable": {"thread_id": record.thread_id}}
-        status = thread_status(graph, record.thread_id)
+        status, values = read_thread(graph, record.thread_id)
         if status == "finished":
             out.console.print(f"Thread {record.thread_id} has already finished.")
-            out.print_result(graph.get_state(config).values)
+            out.print_result(values)
             return 0
         if (name, url) != (record.model, record.base_url):
             record = record.moved_to(name, url)
@@ -193,22 +192,37 @@ def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> 
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    """Reduce finished threads to their final state (see ``reactgraph.storage.pruning``)."""
+    """Reduce finished threads to their final state (see ``reactgraph.storage.pruning``). Each
+    thread is pruned under its lock, and only when it has really finished: a thread another
+    process is running, a thread with a step due and a damaged thread are kept whole."""
     if not args.threads and not args.finished:
         raise UsageError("name the threads to prune, or pass --finished for every finished one")
     pruned = skipped = 0
     with open_db(args.db) as (saver, store):
-        records = [load_record(store, t, args.db) for t in args.threads] or RunRecord.all(store)
-        for record in records:
-            graph = reader(record.variant, saver)
-            if thread_status(graph, record.thread_id) != "finished":
+        named = (load_record(store, t, args.db) for t in args.threads)
+        for record in named if args.threads else RunRecord.each(store):
+            if _prune_one(args, reader(record.variant, saver), record.thread_id):
+                pruned += 1
+            else:
                 skipped += 1
-                if args.threads:
-                    out.warn(f"thread {record.thread_id} has not finished; kept whole")
-                continue
-            prune_thread(graph, args.db, record.thread_id)
-            pruned += 1
     if pruned and not is_postgres(args.db):
         vacuum(args.db)
     out.console.print(f"pruned {pruned} finished thread(s); {skipped} not finished, kept whole")
     return 0
+
+
+def _prune_one(args: argparse.Namespace, graph: Any, thread: str) -> bool:
+    """Prune one thread while holding its lock; whether it was pruned."""
+    try:
+        with held(args.db, thread):
+            if thread_status(graph, thread) != "finished":
+                if args.threads:
+                    out.warn(f"thread {thread} has not finished; kept whole")
+                return False
+            prune_thread(graph, args.db, thread)
+            return True
+    except ThreadBusy:
+        out.warn(f"thread {thread} is running in another process; kept whole")
+    except ThreadDamaged as damaged:
+        out.warn(f"{damaged}; kept whole")
+    return False

@@ -28,6 +28,7 @@ from reactgraph.storage.setuplock import asetup_lock, setup_lock
 
 RUNS = ("reactgraph", "runs")
 ThreadStatus = Literal["unknown", "interrupted", "finished"]
+RECORDS_PAGE = 500  # run records read at once by the listings (``threads``, ``prune --finished``)
 
 
 class DatabaseError(RuntimeError):
@@ -192,10 +193,25 @@ class RunRecord:
         store.put(RUNS, self.thread_id, dict(self.__dict__))
 
     @staticmethod
+    def each(store: BaseStore, page: int | None = None) -> Iterator[RunRecord]:
+        """Every recorded run, about newest first (the store orders by its update time, to the
+        second), read ``page`` records at a time: memory stays bounded however many there are.
+        A run recorded while this reads can push the rest back by one; a record that then
+        reappears at the top of the next page is not given twice."""
+        size = page or RECORDS_PAGE
+        offset, previous = 0, set[str]()
+        while True:
+            items = store.search(RUNS, limit=size, offset=offset)
+            fresh = [RunRecord.from_value(i.value) for i in items if i.key not in previous]
+            yield from sorted(fresh, key=lambda r: -r.created)
+            if len(items) < size:
+                return
+            offset, previous = offset + len(items), {item.key for item in items}
+
+    @staticmethod
     def all(store: BaseStore) -> list[RunRecord]:
-        """Every recorded run, newest first."""
-        items = store.search(RUNS, limit=100_000)
-        return sorted((RunRecord.from_value(i.value) for i in items), key=lambda r: -r.created)
+        """Every recorded run, newest first, as a list (``each`` reads them a page at a time)."""
+        return sorted(RunRecord.each(store), key=lambda r: -r.created)
 
 
 def new_record(
@@ -215,9 +231,7 @@ def new_record(
 
 
 def thread_status(graph: CompiledStateGraph, thread_id: str) -> ThreadStatus:
-    """``finished`` when the run reached an exit, ``interrupted`` when a step is still due
-    (a crash, a kill, Ctrl-C, spent retries), ``unknown`` when the thread has no checkpoint."""
-    snapshot = graph.get_state({"configurable": {"thread_id": thread_id}})
-    if not snapshot.values:
-        return "unknown"
-    return "interrupted" if snapshot.next else "finished"
+    """``reactgraph.storage.status.thread_status``: the one status every command reads."""
+    from reactgraph.storage.status import thread_status as status
+
+    return status(graph, thread_id)
