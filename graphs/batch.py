@@ -8,12 +8,13 @@ import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from reactgraph.pool import Job, run_parallel
+if TYPE_CHECKING:
+    from reactgraph.app.pool import Job
 
 
 class BatchResult(TypedDict):
@@ -118,6 +119,8 @@ def run_processes(
     zero-argument callable (a module-level function, or a ``functools.partial`` of one)
     returning a graph, or an async context manager yielding one (to open an async
     checkpointer in the worker). A worker that dies gives its runs in flight an ``error``."""
+    from reactgraph.app.pool import Job, run_parallel  # the app's pool, loaded when used
+
     check_concurrency(concurrency)
     prefix = thread_prefix or uuid.uuid4().hex[:12]
     jobs = [Job(i, q, f"{prefix}-{i}") for i, q in enumerate(questions)]

@@ -2,7 +2,7 @@
 ends, so an interrupted batch re-run skips what is done and loses nothing already written.
 
 Each question runs on a thread of the database named after the questions file, the variant and
-the question's id, under that thread's lock (``reactgraph.worker``), in one of ``workers``
+the question's id, under that thread's lock (``reactgraph.app.runner``), in one of ``workers``
 processes. A re-run skips the questions with a result, resumes a thread a killed worker left half
 done, and reports a finished one without running it again. One process, this one, writes the
 results file, holding a lock on it while it reads and appends: no line is torn or written twice,
@@ -16,18 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from reactgraph import console as out
-from reactgraph.jsonl import (
+from reactgraph.app import console as out
+from reactgraph.app.jsonl import (
     MAX_LINE_BYTES,
     BadLine,
     Skip,
     line_id,
     read_jsonl_lines,
 )
+from reactgraph.app.pool import Job, run_parallel
+from reactgraph.app.results import Results
+from reactgraph.app.runner import Recipe, open_runner
 from reactgraph.nodes.storable import unstorable
-from reactgraph.pool import Job, run_parallel
-from reactgraph.resultsfile import Results
-from reactgraph.worker import Recipe, open_runner
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 
@@ -35,7 +35,7 @@ Outcome = Literal["done", "ran", "failed", "busy"]
 @dataclass(frozen=True)
 class Question:
     """A good line: ``id`` as given (any JSON string or number, or ``line-N`` for a line without
-    one) and ``key``, its unambiguous text (``reactgraph.jsonl.id_text``), unique in the file."""
+    one) and ``key``, its unambiguous text (``jsonl.id_text``), unique in the file."""
 
     number: int
     key: str

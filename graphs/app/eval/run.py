@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from reactgraph.eval.inputs import Item
-from reactgraph.eval.score import score_answer
-from reactgraph.pool import Job, run_parallel
-from reactgraph.resultsfile import Results
-from reactgraph.worker import Recipe, open_runner
+from reactgraph.app.eval.inputs import Item
+from reactgraph.app.eval.score import score_answer
+from reactgraph.app.pool import Job, run_parallel
+from reactgraph.app.results import Results
+from reactgraph.app.runner import Recipe, open_runner
 
 RESULTS = "results.jsonl"
 DATABASE = "runs.sqlite"

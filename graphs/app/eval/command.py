@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reactgraph import console as out
-from reactgraph.commands import UsageError, make_model
-from reactgraph.commands_run import recipe_from
-from reactgraph.eval.inputs import Item, bundled_questions, read_questions
-from reactgraph.eval.report import write_report
-from reactgraph.eval.run import DATABASE, read_results, run_eval
+from reactgraph.app import console as out
+from reactgraph.app.eval.inputs import Item, bundled_questions, read_questions
+from reactgraph.app.eval.report import write_report
+from reactgraph.app.eval.run import DATABASE, read_results, run_eval
+from reactgraph.app.options import UsageError, make_model
+from reactgraph.app.running import recipe_from
 from reactgraph.variants import REGISTRY, VARIANTS
 
 
