@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from reactgraph import build_graph
-from reactgraph.persistence import aopen_db, open_db
+from reactgraph.storage import aopen_db, open_db
 from tests.fakes import ToolLog, action, answer, fake_model
 
 FIXED = ("question", "settings", "thread_id", "run")
