@@ -1,6 +1,7 @@
 """How reading a thread grows with its turns: ``reactgraph show`` (its state), the whole
 ``get_state_history``, and a time travel (``invoke(None, old_config)`` from the middle), on
-SQLite files written by the long run of ``bench/longrun.py`` (2,000-character pages).
+SQLite files written by the long run of ``bench/longrun.py`` (2,000-character pages); and what
+a large question costs on disk.
 
 ``python bench/history.py [TURNS ...]`` measures reactgraph's saver (``open_db``) and, up to
 ``PLAIN_MAX`` turns, LangGraph's own ``SqliteSaver`` on the same file.
@@ -102,6 +103,46 @@ def bench_history(turn_counts: tuple[int, ...] = TURNS) -> None:
     )
 
 
+def question_bytes(chars: int, turns: int, folder: str) -> int:
+    """The SQLite file of one ``turns``-turn run whose question has ``chars`` characters of
+    text zlib cannot shrink much (random letters)."""
+    import os
+    import random
+    import string
+
+    rng = random.Random(1)
+    question = "".join(rng.choice(string.ascii_letters + " ") for _ in range(chars))
+    replies = [f"Thought: t\nAction: page[{i}]" for i in range(turns - 1)]
+    replies.append("Thought: done\nFinal Answer: done")
+    db = f"{folder}/q{chars}-{turns}.sqlite"
+    with open_db(db) as (saver, _):
+        from common import page
+
+        model = ScriptedChatModel(replies=replies)
+        graph = build_graph("transcript", model=model, tools=[page], checkpointer=saver)
+        graph.invoke({"question": question}, {"configurable": {"thread_id": "q"}})
+    return os.path.getsize(db) + sum(
+        os.path.getsize(p) for p in (f"{db}-wal",) if os.path.exists(p)
+    )
+
+
+def bench_question() -> None:
+    print("## A large question on disk\n\nOne transcript run on a SQLite file.\n")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for chars, turns in ((100_000, 11), (10_000_000, 5)):
+            size = question_bytes(chars, turns, folder)
+            rows.append((f"{chars:,}", turns, f"{size / 1e6:.2f} MB", f"{size / chars:.1f}x"))
+    table(("question (chars)", "turns", "SQLite file", "file / question"), rows)
+
+
+def bench(repeats: int = 1) -> None:
+    """The benchmark's ``history`` section."""
+    bench_question()
+    bench_history()
+
+
 if __name__ == "__main__":
     counts = tuple(int(n) for n in sys.argv[1:]) or TURNS
+    bench_question()
     bench_history(counts)
