@@ -11,7 +11,9 @@ this run on this machine; nothing here is a test. Sections:
 - ``history``: reading a thread (show, the whole history, a time travel) as it grows, and a
   large question on disk;
 - ``concurrency``: 100 runs at once over HTTP, in one process and in worker processes;
-- ``batch``: ``reactgraph batch --workers 2`` on 1,000 questions of 40 turns, and pruning.
+- ``batch``: ``reactgraph batch --workers 2`` on 1,000 questions of 40 turns, and pruning;
+- ``startup``: each command's start-up against ``python -c pass`` and
+  ``python -c "import langgraph.graph"``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from batch import bench_batch
 from concurrency import bench_concurrency
 from history import bench as bench_history
 from overhead import bench_overhead
+from startup import bench_startup
 from storage import bench_storage
 from tokens import bench_compaction, bench_prompt_tokens
 
@@ -35,6 +38,7 @@ SECTIONS: dict[str, Callable[[int], None]] = {
     "history": bench_history,
     "concurrency": bench_concurrency,
     "batch": bench_batch,
+    "startup": bench_startup,
 }
 
 

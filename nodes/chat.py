@@ -19,16 +19,14 @@ from langchain_core.tools import BaseTool
 
 from reactgraph.nodes import prompts
 from reactgraph.nodes.state import CompactionRecord, Turn
+from reactgraph.nodes.statuses import ENDINGS
 
 # Ids of the human messages a run adds for a question given as ``{"question": ...}``.
 QUESTION_ID = "rg-question-"
 # The tool-call name of a reply that named no valid action (its Observation says why).
 INVALID = "invalid_reply"
-_ENDINGS = {
-    "stuck": prompts.CHAT_STUCK,
-    "stopped_early": prompts.CHAT_STOPPED_EARLY,
-    "context_exhausted": prompts.CHAT_CONTEXT_EXHAUSTED,
-}
+# The last AI message of a run that ended without an answer (see ``reactgraph.nodes.statuses``).
+_ENDINGS = {e.status: e.chat for e in ENDINGS.values() if e.chat is not None}
 
 
 def is_new_question(messages: Sequence[BaseMessage]) -> bool:

@@ -13,8 +13,8 @@ from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict
 
 from reactgraph.nodes.reducers import Chat, Rare, Replaced, Transcript
+from reactgraph.nodes.statuses import Status
 
-Status = Literal["answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"]
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
 TokenSource = Literal["usage", "tiktoken", "estimate"]
 

@@ -90,6 +90,17 @@ def colour_model() -> ScriptedChatModel:
     return ScriptedChatModel(replies=[colour_reply] * 1000)
 
 
+def echo_question_reply(messages: Sequence[BaseMessage]) -> str:
+    """Answer with the question's own text: a result shows which question it answered."""
+    question = message_text(messages[0]).rsplit("Question:", 1)[-1].strip()
+    return f"Final Answer: {question}"
+
+
+def echo_question_model() -> ScriptedChatModel:
+    """A fresh model answering ``echo_question_reply`` (picklable, for worker processes)."""
+    return ScriptedChatModel(replies=[echo_question_reply] * 1000)
+
+
 def fake_model(*replies: Reply, **options: Any) -> FakeChatModel:
     """A FakeChatModel with these replies."""
     return FakeChatModel(replies=list(replies), **options)
