@@ -93,7 +93,8 @@ def chat_update(
     added: list[BaseMessage] = []
     if "run" in update and not is_new_question(state.get("messages") or []):
         # A question given as {"question": ...}: the chat view shows it as the human's turn.
-        added.append(HumanMessage(update["question"], id=f"{QUESTION_ID}{run}"))
+        question = update.get("question", state.get("question"))  # written only if new
+        added.append(HumanMessage(question, id=f"{QUESTION_ID}{run}"))
     compactions = update.get("compactions")
     for record in compactions if isinstance(compactions, list) else []:
         added.append(compaction_message(record, run))

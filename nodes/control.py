@@ -43,8 +43,11 @@ def start_run(
     configurable = config.get("configurable") or {}
     thread_id = configurable.get("thread_id") or uuid.uuid4().hex
     logger.info("run on thread %s: %s", thread_id, question)
+    # The question is stored once a run: written again (and stored again) only when it came
+    # from a chat message rather than the input's own "question".
+    fixed = {} if question == state.get("question") else {"question": question}
     return {
-        "question": question,
+        **fixed,
         "settings": dict(settings),
         "thread_id": str(thread_id),
         "run": (state.get("run") or 0) + 1,

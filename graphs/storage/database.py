@@ -92,8 +92,9 @@ def open_db(
                 raise DatabaseError(explain(db, error)) from error
             raise
         return
-    from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
+
+    from reactgraph.storage.history import IndexedSqliteSaver
 
     if read_only and not Path(db).exists():
         raise NoDatabase(f"no database at {db}")
@@ -104,7 +105,7 @@ def open_db(
         checkpoints.close()
         raise
     try:
-        saver, store = SqliteSaver(checkpoints, serde=serializer()), SqliteStore(rows)
+        saver, store = IndexedSqliteSaver(checkpoints, serde=serializer()), SqliteStore(rows)
         tables = {name for (name,) in checkpoints.execute("SELECT name FROM sqlite_master")}
         if read_only and {"checkpoints", "writes"} <= tables:
             # Its setup would switch the file to WAL, a write: the tables are there already.
@@ -141,12 +142,13 @@ async def aopen_db(db: str = DEFAULT_DB) -> AsyncIterator[tuple[BaseCheckpointSa
                 await store.setup()
             yield saver, store
         return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    from reactgraph.storage.history import IndexedAsyncSqliteSaver
 
     _sqlite(db).close()  # create the folder and check the file once, with a clear error
     async with (
-        AsyncSqliteSaver.from_conn_string(db) as saver,
+        IndexedAsyncSqliteSaver.from_conn_string(db) as saver,
         AsyncSqliteStore.from_conn_string(db) as store,
     ):
         saver.serde = serializer()  # from_conn_string takes no serializer
