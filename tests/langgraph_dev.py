@@ -40,6 +40,8 @@ def config_for(graph_file: Path | None = None) -> dict:
         )
         for name, target in project["graphs"].items()
     }
+    if graph_file is not None:
+        graphs["snapshots"] = f"{graph_file}:snapshots"
     return {
         **project,
         "dependencies": [str(ROOT)],

@@ -1,7 +1,7 @@
 """The graphs `langgraph dev` serves to the chat tests: every variant as ``graphs/studio.py``
 builds it, plus a ``slow`` tool that holds its Observation until the test lets it go (it waits
 for the file ``$REACTGRAPH_TEST_RELEASE/<input>`` to exist), so a test can look at the chat
-while a tool runs."""
+while a tool runs; and ``snapshots``, whose ``messages`` are copied in full every 3 updates."""
 
 from __future__ import annotations
 
@@ -37,3 +37,8 @@ globals().update(
         for name in VARIANTS
     }
 )
+
+# The transcript variant storing ``messages`` in full every 3 updates instead of every
+# SNAPSHOT_EVERY, so a test reaches the periodic full copy in two runs.
+snapshots = build_graph("transcript", model=_model(), tools=[*search_tools(), calculator, slow])
+snapshots.channels["messages"].snapshot_frequency = 3

@@ -218,3 +218,22 @@ def test_forks_regenerate_edit_and_the_state_editor_keep_the_thread_readable(
     )
     values = readable(client, thread)
     assert values["answer"] == "48" and values["messages"][-1]["type"] == "ai"
+
+
+def test_a_thread_reads_after_the_periodic_full_copy(
+    client: Any, openai_server: FakeOpenAIServer
+) -> None:
+    """``messages`` is stored in full every SNAPSHOT_EVERY updates (every 3 on the test
+    server's ``snapshots`` graph); the server decodes that copy to dicts, and the thread must
+    still read, take the next question and fork."""
+    ctx = context(openai_server)
+    thread = client.threads.create()["thread_id"]
+    for question in (QUESTION, "And once more?"):
+        client.runs.wait(thread, "snapshots", input={"messages": [question]}, context=ctx)
+        values = readable(client, thread)
+        assert values["answer"] == "48"
+    assert shapes(values["messages"]) == ONE_RUN * 2
+    history = client.threads.get_history(thread, limit=100)
+    parent = first_seen_parent(history, values["messages"][-1]["id"])
+    client.runs.wait(thread, "snapshots", input=None, checkpoint=parent, context=ctx)
+    assert shapes(readable(client, thread)["messages"]) == ONE_RUN * 2
