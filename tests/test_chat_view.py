@@ -131,7 +131,7 @@ def test_each_step_shows_the_loop_so_far(run: Runner) -> None:
         if s.values.get("messages")
     ]
     assert (["human", "ai"], ("parse_reply",)) in views
-    parsed = [s for s in history if s.next == ("run_tool",)][0]
+    parsed = next(s for s in history if s.next == ("run_tool",))
     last = parsed.values["messages"][-1]
     assert last.type == "ai" and last.tool_calls[0]["name"] == "search"
     assert (
