@@ -1,0 +1,281 @@
+"""Agent Chat UI in a real browser: LangChain's chat client (upstream source in
+``../shared/agent-chat-ui``, run with ``npm ci`` and ``next dev`` in a temporary copy) against
+`langgraph dev` and the local OpenAI-compatible test server, driven by Playwright in the
+Debian Chromium, for every variant: the demo question with its tool cards, results and the
+final 48; a slow tool, whose Thought and Action stay on screen while it runs; a second
+question; a reload and the thread reopened from the history; Regenerate, after which the
+thread still loads; and on the notes variants, how a notes update looks.
+
+Run by ``make test-browser`` (and CI). Where Chromium, npm, Playwright or the client's source
+is missing, it skips saying why; in CI (``CI=true``) it fails instead. A failed check saves a
+screenshot to ``build/browser/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from reactgraph import VARIANTS
+from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.langgraph_dev import CHAT_GRAPHS, LANGGRAPH, ROOT, free_port, langgraph_dev, stop
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+CHAT_UI = Path(os.environ.get("REACTGRAPH_AGENT_CHAT_UI") or ROOT.parent / "shared/agent-chat-ui")
+CHROMIUM = os.environ.get("REACTGRAPH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = ROOT / "build" / "browser"
+# Compiling the client's page once takes minutes on a busy two-core machine.
+COMPILE_S = 900
+WAIT_MS = 120_000
+NOTES = "Plan: look up both years, then subtract."
+
+
+def missing() -> str | None:
+    """Why the browser test cannot run here, or None."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright for Python is not installed (pip install -e '.[dev]')"
+    if not Path(CHROMIUM).exists():
+        return f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)"
+    if shutil.which("npm") is None or shutil.which("npx") is None:
+        return "npm is not installed"
+    if not (CHAT_UI / "package-lock.json").exists():
+        return f"Agent Chat UI's source is not at {CHAT_UI}"
+    if not LANGGRAPH.exists():
+        return "langgraph-cli is not installed"
+    return None
+
+
+def question_of(request: dict[str, Any]) -> str:
+    return str(request["messages"][0]["content"]).rsplit("Question:", 1)[-1]
+
+
+def responder(request: dict[str, Any]) -> str:
+    """The demo script for the demo question; a slow tool call; a notes update."""
+    question = question_of(request)
+    done = sum(str(m["content"]).startswith("Observation:") for m in request["messages"])
+    if "slow tool" in question:
+        variant = question.rsplit("(", 1)[-1].split(")", 1)[0]
+        if done == 0:
+            return f"Thought: The slow tool first.\nAction: slow[{variant}]"
+        return "Thought: It was released.\nFinal Answer: released"
+    if "notes" in question:
+        if done == 0:
+            return f"Thought: Keep a plan.\nAction: update_notes[{NOTES}]"
+        return "Thought: The plan is saved.\nFinal Answer: noted"
+    return seed_responder(request)
+
+
+def wait_for_http(url: str, process: subprocess.Popen, log: Path, seconds: float) -> None:
+    deadline = time.time() + seconds
+    while True:
+        try:
+            if httpx.get(url, timeout=max(1.0, deadline - time.time())).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.time() > deadline:
+            raise RuntimeError(f"{url} did not answer:\n{log.read_text()[-4000:]}")
+        time.sleep(1)
+
+
+@contextlib.contextmanager
+def chat_ui(folder: Path, api_url: str) -> Iterator[str]:
+    """Agent Chat UI from a temporary copy of its source, pointed at ``api_url``."""
+    app = folder / "agent-chat-ui"
+    shutil.copytree(CHAT_UI, app, ignore=shutil.ignore_patterns("node_modules", ".next"))
+    # Offline: the layout's Google font would be downloaded at compile time; use the default.
+    layout = app / "src/app/layout.tsx"
+    text = layout.read_text().replace('import { Inter } from "next/font/google";\n', "")
+    start = text.index("const inter = Inter(")
+    end = text.index(");", start) + 2
+    layout.write_text(text[:start] + 'const inter = { className: "" };' + text[end:])
+    log = folder / "next.log"
+    env = {
+        **os.environ,
+        "NEXT_TELEMETRY_DISABLED": "1",
+        "NEXT_PUBLIC_API_URL": api_url,
+        "NEXT_PUBLIC_ASSISTANT_ID": VARIANTS[0],
+    }
+    with open(log, "w") as out:
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=app, env=env, stdout=out, stderr=out
+        ).check_returncode()
+    port = free_port()
+    with open(log, "a") as out:
+        server = subprocess.Popen(
+            ["npx", "next", "dev", "-p", str(port), "-H", "127.0.0.1"],
+            cwd=app,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/", server, log, COMPILE_S)  # the first request compiles the page
+        yield url
+    finally:
+        stop(server)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    why = missing()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser test must run in CI: {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    folder = tmp_path_factory.mktemp("browser")
+    release = folder / "release"
+    release.mkdir()
+    model = FakeOpenAIServer()
+    model.responder = responder
+    env = {
+        "OPENAI_BASE_URL": model.url,
+        "OPENAI_API_KEY": "not-needed",
+        "REACTGRAPH_MODEL": "gpt-4o-mini",
+        "REACTGRAPH_TEST_RELEASE": str(release),
+    }
+    try:
+        with (
+            langgraph_dev(folder, CHAT_GRAPHS, env=env) as api,
+            chat_ui(folder, api) as ui,
+            sync_playwright() as playwright,
+        ):
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+            try:
+                yield {"api": api, "ui": ui, "browser": browser, "release": release}
+            finally:
+                browser.close()
+    finally:
+        model.close()
+
+
+@pytest.fixture
+def page(stack: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+    context = stack["browser"].new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    yield page
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+def shot(page: Any, name: str) -> None:
+    """A screenshot of a moment worth looking at (kept in build/browser/)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def ask(page: Any, question: str) -> None:
+    box = page.get_by_placeholder("Type your message...")
+    box.fill(question)
+    box.press("Enter")
+
+
+def ai_texts(page: Any) -> list[str]:
+    return page.locator(".group.mr-auto .py-1").all_inner_texts()
+
+
+def thread_state(api: str, page: Any) -> dict[str, Any]:
+    """The thread the page shows, read from the server (a 500 fails here)."""
+    thread = page.evaluate("new URL(location.href).searchParams.get('threadId')")
+    assert thread, page.url
+    response = httpx.get(f"{api}/threads/{thread}/state", timeout=30)
+    assert response.status_code == 200, response.text
+    history = httpx.post(f"{api}/threads/{thread}/history", json={"limit": 50}, timeout=30)
+    assert history.status_code == 200, history.text
+    return response.json()["values"]
+
+
+def wait_for_file(path: Path, seconds: float = WAIT_MS / 1000) -> None:
+    deadline = time.time() + seconds
+    while not path.exists():
+        assert time.time() < deadline, f"{path.name} never appeared"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_agent_chat_ui_chats_with_every_variant(
+    stack: dict[str, Any], page: Any, variant: str
+) -> None:
+    from playwright.sync_api import expect
+
+    api, release = stack["api"], stack["release"]
+    page.goto(f"{stack['ui']}/?assistantId={variant}&chatHistoryOpen=true")
+    demo = f"How many years apart? ({variant})"
+    ask(page, demo)
+    final = page.get_by_text("Final Answer: 48")
+    expect(final).to_be_visible()
+    # Tool cards with their names and results; the final reply line by line.
+    for name in ("search", "calculator"):
+        expect(page.locator("h3", has_text=name).first).to_be_visible()
+    expect(page.get_by_text("Tool Result").nth(2)).to_be_visible()
+    last = ai_texts(page)[-1]
+    assert last == "Thought: I now have enough information.\nFinal Answer: 48", last
+    assert not page.get_by_text("Error").count()
+    shot(page, f"{variant}-answered")
+
+    # A second question whose tool is slow: the Thought and the Action stay while it runs.
+    ask(page, f"Use the slow tool ({variant})")
+    wait_for_file(release / f"{variant}.started")
+    thought = page.get_by_text("The slow tool first.")
+    expect(thought).to_be_visible()
+    expect(page.locator("h3", has_text="slow").first).to_be_visible()
+    expect(page.get_by_text(f"Action: slow[{variant}]")).to_be_visible()
+    time.sleep(1.5)  # a while into the tool's run: still there (the fault was a vanishing)
+    expect(thought).to_be_visible()
+    shot(page, f"{variant}-slow-tool-running")
+    (release / variant).touch()
+    expect(page.get_by_text("Final Answer: released")).to_be_visible()
+    expect(final).to_be_visible()  # the first exchange stays
+    values = thread_state(api, page)
+    assert values["answer"] == "released"
+
+    # Reload, then reopen the thread from the history sidebar.
+    page.reload()
+    expect(page.get_by_text("Final Answer: released")).to_be_visible()
+    expect(page.get_by_text("Final Answer: 48")).to_be_visible()
+    page.goto(f"{stack['ui']}/?assistantId={variant}&chatHistoryOpen=true")
+    page.get_by_role("button", name=demo).first.click()
+    expect(page.get_by_text("Final Answer: released")).to_be_visible()
+
+    if "notes" in variant:
+        ask(page, f"Take notes ({variant})")
+        expect(page.get_by_text("Final Answer: noted")).to_be_visible()
+        expect(page.get_by_text(f"Action: update_notes[{NOTES}]")).to_be_visible()
+        expect(page.get_by_text("notes saved").first).to_be_visible()
+        assert not page.get_by_text("(the text now shown under Your notes)").count()
+        shot(page, f"{variant}-notes")
+
+    # Regenerate the last answer: the thread still loads, now and after a reload.
+    page.locator(".group.mr-auto").last.hover()
+    page.get_by_role("button", name="Refresh").last.click()
+    expect(page.get_by_text("Unable to connect")).to_have_count(0)
+    last_answer = "Final Answer: noted" if "notes" in variant else "Final Answer: released"
+    expect(page.get_by_text(last_answer)).to_be_visible()
+    deadline = time.time() + WAIT_MS / 1000
+    while thread_state(api, page).get("status") is None or page.get_by_text("Stop").count():
+        assert time.time() < deadline, "the regenerated run never finished"
+        time.sleep(0.5)
+    page.reload()
+    expect(page.get_by_text(last_answer)).to_be_visible()
+    expect(page.get_by_text("Unable to connect")).to_have_count(0)
+    shot(page, f"{variant}-regenerated")
