@@ -90,17 +90,32 @@ def wait_for_http(url: str, process: subprocess.Popen, log: Path, seconds: float
         time.sleep(1)
 
 
-@contextlib.contextmanager
-def chat_ui(folder: Path, api_url: str) -> Iterator[str]:
-    """Agent Chat UI from a temporary copy of its source, pointed at ``api_url``."""
-    app = folder / "agent-chat-ui"
-    shutil.copytree(CHAT_UI, app, ignore=shutil.ignore_patterns("node_modules", ".next"))
+def prepared_copy() -> Path:
+    """A copy of the client's source with its packages installed (``npm ci``): in
+    ``build/agent-chat-ui`` (ignored by git), kept between runs while the lock file is the
+    same, so a rerun skips the install and reuses the compile cache."""
+    app = ROOT / "build" / "agent-chat-ui"
+    lock = (CHAT_UI / "package-lock.json").read_text()
+    installed = app / "node_modules" / ".package-lock.json"
+    fresh = not installed.exists() or (app / "package-lock.json").read_text() != lock
+    if fresh and app.exists():
+        shutil.rmtree(app)
+    shutil.copytree(
+        CHAT_UI, app, ignore=shutil.ignore_patterns("node_modules", ".next"), dirs_exist_ok=True
+    )
     # Offline: the layout's Google font would be downloaded at compile time; use the default.
     layout = app / "src/app/layout.tsx"
     text = layout.read_text().replace('import { Inter } from "next/font/google";\n', "")
     start = text.index("const inter = Inter(")
     end = text.index(");", start) + 2
     layout.write_text(text[:start] + 'const inter = { className: "" };' + text[end:])
+    return app
+
+
+@contextlib.contextmanager
+def chat_ui(folder: Path, api_url: str) -> Iterator[str]:
+    """Agent Chat UI from a prepared copy of its source, pointed at ``api_url``."""
+    app = prepared_copy()
     log = folder / "next.log"
     env = {
         **os.environ,
@@ -109,9 +124,10 @@ def chat_ui(folder: Path, api_url: str) -> Iterator[str]:
         "NEXT_PUBLIC_ASSISTANT_ID": VARIANTS[0],
     }
     with open(log, "w") as out:
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"], cwd=app, env=env, stdout=out, stderr=out
-        ).check_returncode()
+        if not (app / "node_modules" / ".package-lock.json").exists():
+            subprocess.run(
+                ["npm", "ci", "--no-audit", "--no-fund"], cwd=app, env=env, stdout=out, stderr=out
+            ).check_returncode()
     port = free_port()
     with open(log, "a") as out:
         server = subprocess.Popen(
@@ -137,7 +153,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         if os.environ.get("CI"):
             pytest.fail(f"the browser test must run in CI: {why}")
         pytest.skip(why)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=WAIT_MS)
 
     folder = tmp_path_factory.mktemp("browser")
     release = folder / "release"
