@@ -1,5 +1,5 @@
 """Agent Chat UI in a real browser: LangChain's chat client (upstream source in
-``../shared/agent-chat-ui``, run with ``npm ci`` and ``next dev`` in a temporary copy) against
+``../shared/agent-chat-ui``, run with ``npm ci`` and ``next dev`` in a copy under ``build/``, ignored by git) against
 `langgraph dev` and the local OpenAI-compatible test server, driven by Playwright in the
 Debian Chromium, for every variant: the demo question with its tool cards, results and the
 final 48; a slow tool, whose Thought and Action stay on screen while it runs; a second
@@ -13,10 +13,7 @@ screenshot to ``build/browser/``.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,35 +23,15 @@ import httpx
 import pytest
 
 from reactgraph import VARIANTS
+from tests.agent_chat_ui import CHROMIUM, chat_ui, missing
 from tests.fakes import FakeOpenAIServer, seed_responder
-from tests.langgraph_dev import CHAT_GRAPHS, LANGGRAPH, ROOT, free_port, langgraph_dev, stop
+from tests.langgraph_dev import CHAT_GRAPHS, ROOT, langgraph_dev
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHAT_UI = Path(os.environ.get("REACTGRAPH_AGENT_CHAT_UI") or ROOT.parent / "shared/agent-chat-ui")
-CHROMIUM = os.environ.get("REACTGRAPH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = ROOT / "build" / "browser"
-# Compiling the client's page once takes minutes on a busy two-core machine.
-COMPILE_S = 900
 WAIT_MS = 120_000
 NOTES = "Plan: look up both years, then subtract."
-
-
-def missing() -> str | None:
-    """Why the browser test cannot run here, or None."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright for Python is not installed (pip install -e '.[dev]')"
-    if not Path(CHROMIUM).exists():
-        return f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)"
-    if shutil.which("npm") is None or shutil.which("npx") is None:
-        return "npm is not installed"
-    if not (CHAT_UI / "package-lock.json").exists():
-        return f"Agent Chat UI's source is not at {CHAT_UI}"
-    if not LANGGRAPH.exists():
-        return "langgraph-cli is not installed"
-    return None
 
 
 def question_of(request: dict[str, Any]) -> str:
@@ -75,75 +52,6 @@ def responder(request: dict[str, Any]) -> str:
             return f"Thought: Keep a plan.\nAction: update_notes[{NOTES}]"
         return "Thought: The plan is saved.\nFinal Answer: noted"
     return seed_responder(request)
-
-
-def wait_for_http(url: str, process: subprocess.Popen, log: Path, seconds: float) -> None:
-    deadline = time.time() + seconds
-    while True:
-        try:
-            if httpx.get(url, timeout=max(1.0, deadline - time.time())).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.time() > deadline:
-            raise RuntimeError(f"{url} did not answer:\n{log.read_text()[-4000:]}")
-        time.sleep(1)
-
-
-def prepared_copy() -> Path:
-    """A copy of the client's source with its packages installed (``npm ci``): in
-    ``build/agent-chat-ui`` (ignored by git), kept between runs while the lock file is the
-    same, so a rerun skips the install and reuses the compile cache."""
-    app = ROOT / "build" / "agent-chat-ui"
-    lock = (CHAT_UI / "package-lock.json").read_text()
-    installed = app / "node_modules" / ".package-lock.json"
-    fresh = not installed.exists() or (app / "package-lock.json").read_text() != lock
-    if fresh and app.exists():
-        shutil.rmtree(app)
-    shutil.copytree(
-        CHAT_UI, app, ignore=shutil.ignore_patterns("node_modules", ".next"), dirs_exist_ok=True
-    )
-    # Offline: the layout's Google font would be downloaded at compile time; use the default.
-    layout = app / "src/app/layout.tsx"
-    text = layout.read_text().replace('import { Inter } from "next/font/google";\n', "")
-    start = text.index("const inter = Inter(")
-    end = text.index(");", start) + 2
-    layout.write_text(text[:start] + 'const inter = { className: "" };' + text[end:])
-    return app
-
-
-@contextlib.contextmanager
-def chat_ui(folder: Path, api_url: str) -> Iterator[str]:
-    """Agent Chat UI from a prepared copy of its source, pointed at ``api_url``."""
-    app = prepared_copy()
-    log = folder / "next.log"
-    env = {
-        **os.environ,
-        "NEXT_TELEMETRY_DISABLED": "1",
-        "NEXT_PUBLIC_API_URL": api_url,
-        "NEXT_PUBLIC_ASSISTANT_ID": VARIANTS[0],
-    }
-    with open(log, "w") as out:
-        if not (app / "node_modules" / ".package-lock.json").exists():
-            subprocess.run(
-                ["npm", "ci", "--no-audit", "--no-fund"], cwd=app, env=env, stdout=out, stderr=out
-            ).check_returncode()
-    port = free_port()
-    with open(log, "a") as out:
-        server = subprocess.Popen(
-            ["npx", "next", "dev", "-p", str(port), "-H", "127.0.0.1"],
-            cwd=app,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/", server, log, COMPILE_S)  # the first request compiles the page
-        yield url
-    finally:
-        stop(server)
 
 
 @pytest.fixture(scope="module")
