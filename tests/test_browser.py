@@ -47,7 +47,7 @@ def responder(request: dict[str, Any]) -> str:
         if done == 0:
             return f"Thought: The slow tool first.\nAction: slow[{variant}]"
         return "Thought: It was released.\nFinal Answer: released"
-    if "notes" in question:
+    if "Take notes" in question:
         if done == 0:
             return f"Thought: Keep a plan.\nAction: update_notes[{NOTES}]"
         return "Thought: The plan is saved.\nFinal Answer: noted"
