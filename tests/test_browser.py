@@ -1,10 +1,10 @@
 """Agent Chat UI in a real browser: LangChain's chat client (upstream source in
-``../shared/agent-chat-ui``, run with ``npm ci`` and ``next dev`` in a copy under ``build/``, ignored by git) against
-`langgraph dev` and the local OpenAI-compatible test server, driven by Playwright in the
-Debian Chromium, for every variant: the demo question with its tool cards, results and the
-final 48; a slow tool, whose Thought and Action stay on screen while it runs; a second
-question; a reload and the thread reopened from the history; Regenerate, after which the
-thread still loads; and on the notes variants, how a notes update looks.
+``../shared/agent-chat-ui``, run with ``npm ci`` and ``next dev`` in a copy under ``build/``,
+ignored by git) against `langgraph dev` and the local OpenAI-compatible test server, driven
+by Playwright in the Debian Chromium, for every variant: the demo question with its tool
+cards, results and the final 48; a slow tool, whose Thought and Action stay on screen while
+it runs; a second question; a reload and the thread reopened from the history; Regenerate,
+after which the thread still loads; and on the notes variants, how a notes update looks.
 
 Run by ``make test-browser`` (and CI). Where Chromium, npm, Playwright or the client's source
 is missing, it skips saying why; in CI (``CI=true``) it fails instead. A failed check saves a
@@ -131,6 +131,14 @@ def thread_state(api: str, page: Any) -> dict[str, Any]:
     return response.json()["values"]
 
 
+def thread_runs(api: str, page: Any) -> list[dict[str, Any]]:
+    """The runs of the thread the page shows, newest first."""
+    thread = page.evaluate("new URL(location.href).searchParams.get('threadId')")
+    response = httpx.get(f"{api}/threads/{thread}/runs", timeout=30)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
 def wait_for_file(path: Path, seconds: float = WAIT_MS / 1000) -> None:
     deadline = time.time() + seconds
     while not path.exists():
@@ -192,15 +200,22 @@ def test_agent_chat_ui_chats_with_every_variant(
         shot(page, f"{variant}-notes")
 
     # Regenerate the last answer: the thread still loads, now and after a reload.
+    runs = thread_runs(api, page)
     page.locator(".group.mr-auto").last.hover()
     page.get_by_role("button", name="Refresh").last.click()
-    expect(page.get_by_text("Unable to connect")).to_have_count(0)
-    last_answer = "Final Answer: noted" if "notes" in variant else "Final Answer: released"
-    expect(page.get_by_text(last_answer)).to_be_visible()
     deadline = time.time() + WAIT_MS / 1000
-    while thread_state(api, page).get("status") is None or page.get_by_text("Stop").count():
+    while len(now := thread_runs(api, page)) == len(runs) or any(
+        r["status"] in ("pending", "running") for r in now
+    ):
         assert time.time() < deadline, "the regenerated run never finished"
         time.sleep(0.5)
+    assert now[0]["status"] == "success", now[0]
+    last_answer = "Final Answer: noted" if "notes" in variant else "Final Answer: released"
+    expect(page.get_by_text(last_answer)).to_be_visible()
+    expect(page.get_by_text("Unable to connect")).to_have_count(0)
+    values = thread_state(api, page)
+    assert values["answer"] == last_answer.removeprefix("Final Answer: ")
+    assert values["messages"][-1]["content"].endswith(last_answer)
     page.reload()
     expect(page.get_by_text(last_answer)).to_be_visible()
     expect(page.get_by_text("Unable to connect")).to_have_count(0)
