@@ -72,6 +72,16 @@ def positive_float(text: str) -> float:
     return value
 
 
+NO_CAP = "none"
+
+
+def completion_cap(text: str) -> int | str:
+    """An argparse type: a reply cap of at least 1 token, or 'none' for no cap."""
+    if text.strip().lower() == NO_CAP:
+        return NO_CAP
+    return positive_int(text)
+
+
 def make_parser() -> Parser:
     """The argument parser, one sub-command each."""
     parser = Parser(prog="reactgraph", description=__doc__)
@@ -100,6 +110,12 @@ def make_parser() -> Parser:
         type=positive_int,
         help=f"the model's context window in tokens (only {', '.join(takers)}; "
         "default: looked up from the model's name)",
+    )
+    run.add_argument(
+        "--max-completion-tokens",
+        type=completion_cap,
+        metavar="N|none",
+        help="cap on each model reply in tokens, or 'none' (default: 4096)",
     )
     run.add_argument(
         "--mcp",

@@ -61,6 +61,9 @@ def run_settings(args: argparse.Namespace) -> dict[str, Any]:
     settings: dict[str, Any] = {"tool_timeout": args.tool_timeout}
     if args.max_turns is not None:
         settings["max_turns"] = args.max_turns
+    cap = getattr(args, "max_completion_tokens", None)
+    if cap is not None:
+        settings["max_completion_tokens"] = None if cap == "none" else cap
     if getattr(args, "context_window", None) is not None:
         if spec.setting("context_window") is None:
             takers = [name for name, s in REGISTRY.items() if s.setting("context_window")]
