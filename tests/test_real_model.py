@@ -19,10 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
+from reactgraph.nodes import prompts
+from reactgraph.nodes.deps import describe_tools
 from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.tokens import TokenCounter
 from reactgraph.tools import calculator, search_tools
 from reactgraph.variants import REGISTRY
 from tests.llama_server import ALIAS, LlamaServer, available
@@ -75,7 +79,7 @@ def graph(server: LlamaServer, variant: str, stream: bool = False, **settings: A
 def check_turns(result: dict[str, Any]) -> None:
     for turn in result["turns"]:
         assert turn["token_source"] == "usage"
-        assert 0 < turn["completion_tokens"] <= CAP
+        assert 0 <= turn["completion_tokens"] <= CAP
         assert turn["prompt_tokens"] > 0
         assert "Observation:" not in turn["reply"]
         assert "Observation:" not in turn["text"]
@@ -89,8 +93,17 @@ def test_every_variant_ends_with_a_known_status(server: LlamaServer, variant: st
     check_turns(result)
 
 
+def opening_tokens() -> int:
+    """The first prompt's tokens, as the compaction variant counts them."""
+    text = prompts.REACT_PROMPT.format(tool_descriptions=describe_tools(tools()), question=QUESTION)
+    return TokenCounter(ALIAS)([HumanMessage(text)])
+
+
 def test_a_compaction_with_a_real_summarizer_call(server: LlamaServer) -> None:
-    built = graph(server, "compaction", max_turns=3, compaction_threshold=0.1, keep_turns=0)
+    # The threshold sits 150 tokens above the first prompt: a turn or two passes it, and a
+    # fresh window (the first prompt and a summary of at most 64 tokens) is under it again.
+    threshold = (opening_tokens() + 150) / 2048
+    built = graph(server, "compaction", max_turns=6, compaction_threshold=threshold, keep_turns=0)
     result = built.invoke({"question": QUESTION})
     assert result["status"] in REGISTRY["compaction"].statuses
     (first, *_) = result["compactions"]
@@ -135,7 +148,7 @@ def test_a_deadline_shorter_than_a_call_frees_the_server(server: LlamaServer) ->
         "transcript", model=endless, tools=[], max_completion_tokens=None, model_retries=0
     )
     before = server.log.read_text().count("Disconnected from client")
-    with pytest.raises(ModelCallError, match="deadline"):
+    with pytest.raises(ModelCallError, match="TimedOut"):
         built.invoke({"question": "Count from 1 to 100000, one number a line."})
     abandoned = time.monotonic()
     # The server says the client went away (our stream was closed); no other request came.
