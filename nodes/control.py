@@ -14,7 +14,7 @@ from langgraph.types import Overwrite
 
 from reactgraph.nodes.chat import is_new_question
 from reactgraph.nodes.deps import Deps
-from reactgraph.nodes.parsing import parse_react
+from reactgraph.nodes.model import read_reply
 from reactgraph.nodes.questions import content_parts, unread_note
 from reactgraph.nodes.state import ParsedReply, State, Turn
 from reactgraph.nodes.transcript import new_turn
@@ -99,7 +99,8 @@ def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, A
     reply = state["reply"]
     if reply is None:
         raise ValueError("parse_reply needs a model reply in the state")
-    parsed = parse_react(reply["text"], deps.action_names)
+    cap = state["settings"].get("max_completion_tokens")
+    parsed = read_reply(reply, deps.action_names, cap)  # a reply cut at the cap is not read
     update: dict[str, Any] = {"parsed": parsed}
     turns = state.get("turns") or []
     limit = state["settings"]["stuck_repeats"]

@@ -53,6 +53,8 @@ class ModelReply(TypedDict):
     """Wall time of the model call in seconds."""
     message_id: str | None
     """The id of the model's message, so the chat view's copy matches the streamed tokens."""
+    cut: NotRequired[bool]
+    """True when the reply stopped at ``max_completion_tokens`` (or the server's limit)."""
 
 
 class Turn(TypedDict):
@@ -87,6 +89,12 @@ class Turn(TypedDict):
     """Where the token counts came from."""
     message_id: NotRequired[str | None]
     """The id of the model's message (its chat-view copy carries the same id)."""
+    cut: NotRequired[bool]
+    """True when the reply was cut at ``max_completion_tokens``: it got a corrective
+    Observation instead of being acted on (the forced answer is kept as it came)."""
+    artifact: NotRequired[Any]
+    """The tool's artifact (``response_format="content_and_artifact"``), as plain JSON values;
+    the Observation is its content. Absent when the tool gave none."""
 
 
 class CompactionRecord(TypedDict):

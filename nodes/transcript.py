@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -85,6 +86,7 @@ def new_turn(
     parsed: ParsedReply | None,
     observation: str | None = None,
     tool_latency_s: float | None = None,
+    artifact: Any = None,
 ) -> Turn:
     """The record of the turn that ``reply`` started, numbered after the turns so far."""
     turn = Turn(
@@ -103,6 +105,10 @@ def new_turn(
         token_source=reply["token_source"],
         message_id=reply.get("message_id"),
     )
+    if reply.get("cut"):
+        turn["cut"] = True
+    if artifact is not None:
+        turn["artifact"] = artifact
     log_turn(turn)
     return turn
 

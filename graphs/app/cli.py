@@ -91,6 +91,9 @@ def positive_float(text: str) -> float:
     return value
 
 
+NO_CAP = "none"
+
+
 def make_parser() -> Parser:
     """The argument parser, one sub-command each."""
     parser = Parser(prog="reactgraph", description=__doc__)

@@ -69,11 +69,23 @@ def flag_settings() -> dict[str, dict[str, Setting]]:
     return found
 
 
+class _None:
+    """A setting given as ``none`` on the command line (``--max-completion-tokens none``)."""
+
+    def __repr__(self) -> str:
+        return "none"
+
+
+NONE = _None()
+
+
 def _parse(setting: Setting) -> Callable[[str], Any]:
     """An argparse type: the text as the setting's kind, checked by the setting itself."""
     words = {int: "a whole number", float: "a number", str: "a string"}
 
     def parse(text: str) -> Any:
+        if setting.optional and text.strip().lower() == "none":
+            return NONE  # given as none: no value, unlike a flag not given
         try:
             value = setting.kind(text)
         except ValueError:
@@ -121,7 +133,7 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
             dest=name,
             type=_parse(first),
             default=None,
-            metavar=first.kind.__name__.upper(),
+            metavar=first.kind.__name__.upper() + ("|none" if first.optional else ""),
             help=help_text(takers),
         )
 
@@ -132,7 +144,9 @@ def settings_from(args: argparse.Namespace, variants: Iterable[str]) -> dict[str
     chosen = list(variants)
     declared = flag_settings()
     given = {
-        name: getattr(args, name) for name in declared if getattr(args, name, None) is not None
+        name: None if getattr(args, name) is NONE else getattr(args, name)
+        for name in declared
+        if getattr(args, name, None) is not None
     }
     for name in given:
         if not any(variant in declared[name] for variant in chosen):
