@@ -11,7 +11,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test test-quick bench drawings format notebooks
+.PHONY: demo test test-quick test-browser bench drawings format notebooks
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -25,7 +25,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -m "not browser"
+
+# Agent Chat UI in headless Chromium against `langgraph dev` (needs chromium and npm; a few
+# minutes, most of it compiling the client's page).
+test-browser: $(STAMP)
+	$(PYTHON) -m pytest -m browser
 
 # The inner loop while coding: everything but the subprocess, server and fault tests.
 test-quick: $(STAMP)

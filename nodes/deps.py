@@ -18,7 +18,7 @@ from langgraph.store.base import BaseStore
 from reactgraph.nodes import prompts
 from reactgraph.nodes.providers import ModelCaller
 from reactgraph.nodes.tokens import TokenCounter
-from reactgraph.nodes.transcript import WHOLE, View
+from reactgraph.nodes.view import WHOLE, View
 
 logger = logging.getLogger(__name__)
 

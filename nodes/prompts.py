@@ -137,3 +137,5 @@ CHAT_COMPACTION = (
     "Summary of the work so far (made after turn {turn} to fit the context window):\n{summary}"
 )
 CHAT_NO_SUMMARY = "(no summary could be made; the oldest turns were dropped from view)"
+CHAT_UNREAD = "Note: this loop reads only text, so {blocks} in the question went unread."
+CHAT_EMPTY_REPLY = "(empty reply)"

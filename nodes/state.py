@@ -13,8 +13,8 @@ from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict
 
 from reactgraph.nodes.reducers import Chat, Rare, Replaced, Transcript
+from reactgraph.nodes.statuses import Status
 
-Status = Literal["answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"]
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
 TokenSource = Literal["usage", "tiktoken", "estimate"]
 
@@ -115,7 +115,7 @@ class InputState(TypedDict):
     """What a caller passes to ``invoke``: a question, or chat messages whose last human
     message is the question."""
 
-    question: NotRequired[str]
+    question: NotRequired[Annotated[str, Replaced]]
     """The question to answer."""
     messages: NotRequired[Messages]
     """Chat messages (Studio's chat, Agent Chat UI): the last human message is the question."""
@@ -124,18 +124,21 @@ class InputState(TypedDict):
 class State(TypedDict):
     """The whole state of one run. ``turns`` is the full, append-only transcript."""
 
-    question: str
-    """The question, kept verbatim for every prompt."""
+    question: Annotated[str, Replaced]
+    """The question, kept verbatim for every prompt. Stored once per run (when it is written),
+    not in every checkpoint, like the other fields a run fixes at its start."""
     messages: NotRequired[Messages]
     """The chat view of every run on the thread, derived from the turns (see ``nodes.chat``)."""
-    settings: NotRequired[dict[str, Any]]
+    settings: NotRequired[Annotated[dict[str, Any], Replaced]]
     """The run's effective settings (the variant's, built values overridden by the run's
-    context), fixed when the run starts so a resumed run keeps them."""
-    thread_id: NotRequired[str]
-    """The checkpoint thread of the run, or a fresh id when the caller gave none."""
-    run: NotRequired[int]
+    context), fixed when the run starts so a resumed run keeps them. Stored once per run."""
+    thread_id: NotRequired[Annotated[str, Replaced]]
+    """The checkpoint thread of the run, or a fresh id when the caller gave none. Stored once
+    per run."""
+    run: NotRequired[Annotated[int, Replaced]]
     """Runs started on this thread so far, this one included: with the turn number it keys each
-    tool call, so tools with side effects can recognise a repeat after a resume."""
+    tool call, so tools with side effects can recognise a repeat after a resume. Stored once
+    per run."""
     turns: NotRequired[Annotated[list[Turn], Transcript]]
     """Every completed turn of this run, in order. Appended to, never edited; stored as deltas,
     so a checkpoint holds only what a step added."""

@@ -116,6 +116,18 @@ def answer(text: str) -> str:
     return f"Thought: I now have enough information.\nFinal Answer: {text}"
 
 
+def three_turns(messages: Sequence[BaseMessage]) -> str:
+    """A reply that follows from the Observations in view: echo 1, echo 2, then "done". A
+    resumed run (in a new process, say) goes on where the killed one stopped."""
+    done = sum(message_text(m).startswith("Observation:") for m in messages)
+    return action("echo", str(done + 1)) if done < 2 else answer("done")
+
+
+def three_turn_model() -> FakeChatModel:
+    """A model for 3-turn runs that can be resumed at any step (``three_turns``)."""
+    return fake_model(*[three_turns] * 6)
+
+
 class ToolLog:
     """Records tool calls in order, across tools."""
 

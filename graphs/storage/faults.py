@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-
-def _is_postgres(db: str) -> bool:
-    return db.startswith(("postgresql://", "postgres://"))
+from reactgraph.storage.address import is_postgres
 
 
 def redact(db: str) -> str:
     """``db`` fit to print: a PostgreSQL URL without its password."""
-    if not _is_postgres(db):
+    if not is_postgres(db):
         return db
     parts = urlsplit(db)
     if parts.password is None:
@@ -61,7 +59,7 @@ def explain(db: str, error: BaseException) -> str:
     """A database fault in one line that names the database and says what to do."""
     text = " ".join(str(error).split()) or type(error).__name__
     lower = text.lower()
-    if _is_postgres(db):
+    if is_postgres(db):
         return _postgres(redact(db), getattr(error, "sqlstate", None) or "", text)
     if "not a database" in lower:
         return (

@@ -29,6 +29,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from reactgraph.nodes.notes import safe_name
+from reactgraph.storage.address import is_postgres
 
 
 class ThreadBusy(RuntimeError):
@@ -37,11 +38,6 @@ class ThreadBusy(RuntimeError):
 
 class LockLost(RuntimeError):
     """This process no longer holds the thread's lock; it stopped before writing."""
-
-
-def is_postgres(db: str) -> bool:
-    """Whether ``db`` names a PostgreSQL database rather than a SQLite file."""
-    return db.startswith(("postgresql://", "postgres://"))
 
 
 class Lease:
