@@ -47,12 +47,13 @@ def test_an_ask_whose_lock_is_lost_stops_and_a_resume_takes_over(
 
     def respond(body: dict[str, Any]) -> str:
         if next(calls) == 2:  # the ask's second model call waits while its lock is taken away
-            gate.wait(60)
+            gate.wait(200)
         return seed_responder(body)
 
     openai_server.responder = respond
     url = ["--base-url", openai_server.url, "--db", db]
-    ask = popen("ask", "How many years?", "--thread", thread, *url)
+    # A timeout past the gate's wait: the blocked call is never retried, so the count is exact.
+    ask = popen("ask", "How many years?", "--thread", thread, "--timeout", "300", *url)
     try:
         deadline = time.time() + 60
         while len(openai_server.requests) < 2 and time.time() < deadline:
@@ -99,12 +100,12 @@ def test_a_resume_whose_lock_is_lost_stops_before_writing(
 
     def respond(body: dict[str, Any]) -> str:
         if next(calls) == 1:
-            gate.wait(60)
+            gate.wait(200)
         return seed_responder(body)
 
     openai_server.responder = respond
     before = len(openai_server.requests)
-    resume = popen("resume", thread, *url)
+    resume = popen("resume", thread, "--timeout", "300", *url)
     try:
         deadline = time.time() + 60
         while len(openai_server.requests) < before + 1 and time.time() < deadline:
