@@ -69,7 +69,7 @@ def bench_startup(repeats: int) -> None:
         "reactgraph show t1": reactgraph("show", "t1", "--db", db),
     }
     times: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(max(repeats, 3) * 2):
+    for _ in range(max(repeats, 3)):
         for name, argv in contenders.items():
             times[name].append(timed(argv, folder))
     base = median_ms(times["python -c pass"])
