@@ -34,7 +34,8 @@ SCRIPT = textwrap.dedent(
     from reactgraph import build_graph
     from reactgraph.app import runner as worker
     from reactgraph.app.cli import main
-    from reactgraph.storage.database import DURABILITY, new_record, open_db
+    from reactgraph.graph import DURABILITY
+    from reactgraph.storage.database import new_record, open_db
     from reactgraph.app.pool import Job
     from reactgraph.scripted import ScriptedChatModel
     from reactgraph.storage.status import read_thread

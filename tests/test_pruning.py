@@ -149,7 +149,8 @@ KILLED_AFTER_WRITES = """
 import os, sys
 from langgraph.checkpoint.sqlite import SqliteSaver
 from reactgraph import build_graph
-from reactgraph.storage.database import DURABILITY, new_record, open_db
+from reactgraph.graph import DURABILITY
+from reactgraph.storage.database import new_record, open_db
 from tests.fakes import ToolLog, three_turn_model
 
 db, kill_at = sys.argv[1], int(sys.argv[2])

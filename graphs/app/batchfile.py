@@ -1,12 +1,13 @@
 """``reactgraph batch``: questions from a JSONL file, results appended to another as each run
 ends, so an interrupted batch re-run skips what is done and loses nothing already written.
 
-Each question runs on a thread of the database named after the questions file, the variant and
-the question's id, under that thread's lock (``reactgraph.app.runner``), in one of ``workers``
-processes. A re-run skips the questions with a result, resumes a thread a killed worker left half
-done, and reports a finished one without running it again. One process, this one, writes the
-results file, holding a lock on it while it reads and appends: no line is torn or written twice,
-even by two batches on one file."""
+Each question runs on a thread of the database named after the questions file, the variant, the
+question's id and a digest of its text, under that thread's lock (``reactgraph.app.runner``), in one
+of ``workers`` processes. A re-run skips the questions with a result, resumes a thread a killed
+worker left half done, and reports a finished one without running it again. A result line and a
+thread count only for the id with the very text they answered: an edited question runs again.
+One process, this one, writes the results file, holding a lock on it while it reads and
+appends: no line is torn or written twice, even by two batches on one file."""
 
 from __future__ import annotations
 
@@ -23,11 +24,11 @@ from reactgraph.app.jsonl import (
     Skip,
     line_id,
     read_jsonl_lines,
+    refuse_unstorable,
 )
 from reactgraph.app.pool import Job, run_parallel
-from reactgraph.app.results import Results
+from reactgraph.app.results import Results, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
-from reactgraph.nodes.storable import unstorable
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 
@@ -42,6 +43,18 @@ class Question:
     id: Any
     text: str
 
+    def thread(self, prefix: str) -> str:
+        """Its thread: the batch's ``prefix``, a digest of its text, and its key."""
+        return f"{prefix}{hashlib.sha256(self.text.encode()).hexdigest()[:8]}-{self.key}"
+
+    def line(self) -> dict[str, Any]:
+        """What its result line says of it (before the run's outcome)."""
+        return {"id": self.id, "key": self.key, "question": self.text}
+
+
+# A result line answers the question of its key with exactly its text: an edited text is new.
+ANSWERS = keyed_by("question")
+
 
 def _question(value: Any, number: int) -> Question:
     if isinstance(value, BadLine):
@@ -50,9 +63,7 @@ def _question(value: Any, number: int) -> Question:
     text = entry.get("question") if isinstance(entry, dict) else None
     if not isinstance(text, str) or not text.strip():
         raise Skip('needs a non-empty "question" string')
-    problem = unstorable(text)
-    if problem is not None:
-        raise Skip(f"the question cannot be stored: it holds a {problem}")
+    refuse_unstorable("question", text)
     given = entry.get("id", f"line-{number}")
     return Question(number, line_id(entry, number), given, text)
 
@@ -107,20 +118,20 @@ def run_file(
     for problem in problems:
         out.warn(problem)
     try:
-        results = Results(out_path)
+        results = Results(out_path, identity=ANSWERS)
     except OSError as error:
         out.fail(f"cannot write the results to {out_path}: {error.strerror or error}")
         return 2
     try:
         results.refresh(report=True)
-        todo = [q for q in questions if q.key not in results.done]
+        todo = [q for q in questions if ANSWERS(q.line()) not in results.done]
         if len(todo) < len(questions):
             out.console.print(
                 f"[dim]{len(questions) - len(todo)} question(s) already done in "
                 f"{out_path}; skipped[/dim]"
             )
         prefix = thread_prefix(questions_path, recipe.variant)
-        jobs = [Job(i, q.text, prefix + q.key) for i, q in enumerate(todo)]
+        jobs = [Job(i, q.text, q.thread(prefix)) for i, q in enumerate(todo)]
         outcomes = _run(recipe, jobs, todo, results, questions_path, workers, concurrency)
     finally:
         results.close()
@@ -150,9 +161,7 @@ def _run(
                 outcomes.append("busy")
             elif not results.record(
                 {
-                    "id": question.id,
-                    "key": question.key,
-                    "question": question.text,
+                    **question.line(),
                     **{k: v for k, v in result.items() if k not in ("index", "question")},
                 }
             ):

@@ -14,19 +14,17 @@ from rich.text import Text
 
 from reactgraph.nodes.notes import UPDATE_NOTES
 from reactgraph.nodes.prompts import NOTES_ELIDED
+from reactgraph.nodes.statuses import ENDINGS
 from reactgraph.storage.database import RunRecord
 
 console = Console(highlight=False, soft_wrap=True)
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
+_TONES = {"good": "green", "partial": "yellow", "bad": "red"}
 STATUS_STYLE = {
-    "answered": "green",
-    "turn_limit": "yellow",
-    "stopped_early": "yellow",
-    "stuck": "red",
-    "context_exhausted": "red",
-    "interrupted": "magenta",
-    "damaged": "bold red",
+    **{e.status: _TONES[e.tone] for e in ENDINGS.values()},
+    "interrupted": "magenta",  # a thread's state, not how a run ended
+    "damaged": "bold red",  # a thread whose checkpoint cannot be read
 }
 
 

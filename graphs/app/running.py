@@ -16,28 +16,27 @@ from reactgraph.app.options import (
     UsageError,
     build_for,
     held,
-    load_record,
     make_model,
-    reader,
     resume_hint,
     run_settings,
 )
 from reactgraph.app.runner import Recipe
+from reactgraph.app.viewing import load_record, reader
+from reactgraph.graph import DURABILITY
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
+from reactgraph.storage.address import is_postgres
 from reactgraph.storage.database import (
-    DURABILITY,
     DatabaseError,
     RunRecord,
     explain,
-    is_postgres,
     new_record,
     open_db,
 )
-from reactgraph.storage.locks import ThreadBusy
+from reactgraph.storage.locks import Lease, ThreadBusy, lease_saver
 from reactgraph.storage.pruning import prune_thread, vacuum
 from reactgraph.storage.status import ThreadDamaged, read_thread, thread_status
-from reactgraph.tools import calculator, search_tools
+from reactgraph.tools import default_tools
 
 
 def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[Any]:
@@ -50,9 +49,9 @@ def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[A
         raise UsageError(str(error)) from None
 
 
-def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str) -> int:
+def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str, lease: Lease) -> int:
     """Print each turn of a started run live; Ctrl-C, spent retries and a database fault leave
-    it resumable and say how."""
+    it resumable and say how. A lost lock stops the run at its next write."""
     hint = resume_hint(record.thread_id, db)
     try:
         for turn in out.turns_in(updates):
@@ -67,6 +66,13 @@ def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str) -
         text = str(error) if isinstance(error, DatabaseError) else explain(db, error)
         # A server that went away keeps every step it stored; a damaged file may not.
         after = f". The run is saved up to its last step; resume it with: {hint}"
+        if lease.lost():
+            # The writes go over the lock's connection: none could follow the lost lock.
+            after = (
+                f"; the lock on thread {record.thread_id} went with its connection, so the run "
+                "stopped before writing again (another process may have taken the thread over)"
+                f". The run is saved up to its last step; resume it with: {hint}"
+            )
         out.fail(text + (after if is_postgres(db) else ""))
         return 2
     values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
@@ -79,14 +85,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
         raise UsageError('the question is empty: reactgraph ask "your question"')
     if args.corpus is not None and not os.path.isdir(args.corpus):
         raise UsageError(f"corpus folder not found: {args.corpus}")
-    settings = run_settings(args)
+    settings, options = run_settings(args)
     model = make_model(args.model, args.base_url, args.timeout)
     thread = args.thread or uuid.uuid4().hex[:12]
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     record = new_record(
-        thread, args.question, args.variant, args.model, base_url, args.corpus, settings
+        thread,
+        args.question,
+        args.variant,
+        args.model,
+        base_url,
+        args.corpus,
+        settings,
+        options.as_dict(),
     )
-    with open_db(args.db) as (saver, store), held(args.db, thread):
+    with open_db(args.db) as (saver, store), held(args.db, thread) as lease:
         # Checked under the lock: a second `ask` on this thread can no longer pass the check
         # while the first is still starting, then overwrite its record.
         if RunRecord.load(store, thread) is not None:
@@ -94,20 +107,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 f"thread {thread} already exists in {args.db}; "
                 f"`reactgraph resume {thread}` or pick another --thread"
             )
-        graph = build_for(record, model, saver, store)
+        graph = build_for(record, model, lease_saver(saver, lease), store)
         updates = start(graph, {"question": args.question}, thread)
         record.save(store)
         out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
-        return stream_run(graph, updates, record, args.db)
+        return stream_run(graph, updates, record, args.db, lease)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     if not is_postgres(args.db) and not os.path.exists(args.db):
         raise UsageError(f"no database at {args.db}")  # nothing to resume; create nothing
-    with open_db(args.db) as (saver, store), held(args.db, args.thread):
+    with open_db(args.db) as (saver, store), held(args.db, args.thread) as lease:
         record = load_record(store, args.thread, args.db)
         name, url = args.model or record.model, args.base_url or record.base_url
-        graph = build_for(record, make_model(name, url, args.timeout), saver, store)
+        model = make_model(name, url, args.timeout)
+        graph = build_for(record, model, lease_saver(saver, lease), store)
         status, values = read_thread(graph, record.thread_id)
         if status == "finished":
             out.console.print(f"Thread {record.thread_id} has already finished.")
@@ -120,7 +134,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         payload = {"question": record.question} if status == "unknown" else None
         updates = start(graph, payload, record.thread_id)
         out.console.print(f"[dim]resuming thread {record.thread_id} ({name})[/dim]")
-        return stream_run(graph, updates, record, args.db)
+        return stream_run(graph, updates, record, args.db, lease)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -132,7 +146,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     out.console.print(f"\nQuestion: {DEMO_QUESTION}")
     model = ScriptedChatModel(replies=DEMO_REPLIES)
-    graph = build_graph("transcript", model=model, tools=[*search_tools(), calculator])
+    graph = build_graph("transcript", model=model, tools=default_tools())
     values: dict[str, Any] = {}
     for mode, chunk in graph.stream({"question": DEMO_QUESTION}, stream_mode=["updates", "values"]):
         if mode == "values":
@@ -153,12 +167,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     )
 
 
-def recipe_from(args: argparse.Namespace) -> Recipe:
-    """How each worker of a batch (or an eval) builds its graph, checked here first so a bad
-    option is one line before any worker starts."""
+def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> Recipe:
+    """How each worker of a batch (or an eval, of ``variants``) builds its graph, checked here
+    first so a bad option is one line before any worker starts."""
     if args.corpus is not None and not os.path.isdir(args.corpus):
         raise UsageError(f"corpus folder not found: {args.corpus}")
-    settings = run_settings(args)
+    settings, options = run_settings(args, variants)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
     db = args.db if is_postgres(args.db) else os.path.abspath(args.db)
     with open_db(db):
@@ -169,11 +183,10 @@ def recipe_from(args: argparse.Namespace) -> Recipe:
         base_url=args.base_url or os.environ.get("OPENAI_BASE_URL") or None,
         timeout=args.timeout,
         corpus=os.path.abspath(args.corpus) if args.corpus else None,
-        settings={k: v for k, v in settings.items() if k not in ("mcp", "default_tools")},
+        settings=settings,
         db=db,
         prune=args.prune,
-        mcp=settings.get("mcp"),
-        default_tools=settings.get("default_tools", True),
+        options=options,
         concurrency=args.concurrency,
     )
 

@@ -9,12 +9,31 @@ from typing import Any
 
 from reactgraph import build_graph
 from reactgraph.app import console as out
-from reactgraph.app.options import UsageError, load_record, reader
+from reactgraph.app.flags import UsageError
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
 from reactgraph.scripted import ScriptedChatModel
 from reactgraph.storage.database import RECORDS_PAGE, NoDatabase, RunRecord, open_db
 from reactgraph.storage.status import ThreadDamaged, read_thread
 from reactgraph.variants import variant
+
+
+def reader(name: str, saver: Any) -> Any:
+    """A graph that only reads the checkpoints of a variant's threads: no tools, no model call,
+    and a fixed context window, so nothing looks one up (or warns that it cannot)."""
+    try:
+        spec = variant(name)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    window = {"context_window": FALLBACK_WINDOW} if spec.setting("context_window") else {}
+    return build_graph(name, model=ScriptedChatModel(), tools=[], checkpointer=saver, **window)
+
+
+def load_record(store: Any, thread: str, db: str) -> RunRecord:
+    """The thread's record; an unknown thread is the person's mistake."""
+    record = RunRecord.load(store, thread)
+    if record is None:
+        raise UsageError(f"unknown thread {thread!r} in {db} (`reactgraph threads` lists them)")
+    return record
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -63,11 +82,7 @@ def _row(graph: Any, record: RunRecord) -> tuple[RunRecord, str, int | None]:
 
 def cmd_graph(args: argparse.Namespace) -> int:
     """Print a variant's Mermaid drawing, or write it as a PNG (pygraphviz, no network)."""
-    # A drawing needs no model: a fixed window spares the lookup (and its warning).
-    spec = variant(args.variant)
-    window = {"context_window": FALLBACK_WINDOW} if spec.setting("context_window") else {}
-    graph = build_graph(args.variant, model=ScriptedChatModel(), tools=[], **window)
-    drawing = graph.get_graph()
+    drawing = reader(args.variant, None).get_graph()  # a drawing needs no model either
     if args.png is None:
         out.console.print(drawing.draw_mermaid(), markup=False)
         return 0

@@ -17,18 +17,15 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
+from reactgraph.storage.address import DEFAULT_DB, is_postgres
 from reactgraph.storage.compression import serializer
 from reactgraph.storage.faults import explain
 
 # The thread lock's old home: these names stay importable from here.
 from reactgraph.storage.locks import ThreadBusy as ThreadBusy
-from reactgraph.storage.locks import is_postgres
 from reactgraph.storage.locks import thread_lock as thread_lock
+from reactgraph.storage.setuplock import asetup_lock, setup_lock
 
-# The durability that makes a run resumable after SIGKILL at any point: each step's checkpoint
-# is written before the next step starts ("async" can lose the last steps).
-DURABILITY = "sync"
-DEFAULT_DB = "runs/reactgraph.sqlite"
 RUNS = ("reactgraph", "runs")
 ThreadStatus = Literal["unknown", "interrupted", "finished"]
 RECORDS_PAGE = 500  # run records read at once by the listings (``threads``, ``prune --finished``)
@@ -86,16 +83,18 @@ def open_db(
                 PostgresSaver.from_conn_string(db) as saver,
                 PostgresStore.from_conn_string(db) as store,
             ):
-                saver.setup()
-                store.setup()
+                with setup_lock(db):  # two commands on a fresh database would race
+                    saver.setup()
+                    store.setup()
                 yield saver, store
         except Exception as error:
             if type(error).__module__.startswith("psycopg"):
                 raise DatabaseError(explain(db, error)) from error
             raise
         return
-    from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
+
+    from reactgraph.storage.history import IndexedSqliteSaver
 
     if read_only and not Path(db).exists():
         raise NoDatabase(f"no database at {db}")
@@ -106,7 +105,7 @@ def open_db(
         checkpoints.close()
         raise
     try:
-        saver, store = SqliteSaver(checkpoints, serde=serializer()), SqliteStore(rows)
+        saver, store = IndexedSqliteSaver(checkpoints, serde=serializer()), SqliteStore(rows)
         tables = {name for (name,) in checkpoints.execute("SELECT name FROM sqlite_master")}
         if read_only and {"checkpoints", "writes"} <= tables:
             # Its setup would switch the file to WAL, a write: the tables are there already.
@@ -138,16 +137,18 @@ async def aopen_db(db: str = DEFAULT_DB) -> AsyncIterator[tuple[BaseCheckpointSa
             AsyncPostgresSaver.from_conn_string(db) as saver,
             AsyncPostgresStore.from_conn_string(db) as store,
         ):
-            await saver.setup()
-            await store.setup()
+            async with asetup_lock(db):
+                await saver.setup()
+                await store.setup()
             yield saver, store
         return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    from reactgraph.storage.history import IndexedAsyncSqliteSaver
 
     _sqlite(db).close()  # create the folder and check the file once, with a clear error
     async with (
-        AsyncSqliteSaver.from_conn_string(db) as saver,
+        IndexedAsyncSqliteSaver.from_conn_string(db) as saver,
         AsyncSqliteStore.from_conn_string(db) as store,
     ):
         saver.serde = serializer()  # from_conn_string takes no serializer
@@ -167,7 +168,11 @@ class RunRecord:
     base_url: str | None
     corpus: str | None
     settings: dict[str, Any]
+    """The settings given when it started (the variant's defaults stand for the others)."""
     created: float
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """What the command line chose besides the settings: ``notes_in_db``, ``mcp``,
+    ``default_tools`` (see ``reactgraph.app.flags.RunOptions``)."""
 
     @classmethod
     def load(cls, store: BaseStore, thread_id: str) -> RunRecord | None:
@@ -219,9 +224,12 @@ def new_record(
     base_url: str | None,
     corpus: str | None,
     settings: dict[str, Any],
+    options: dict[str, Any] | None = None,
 ) -> RunRecord:
     """A record for a run starting now."""
-    return RunRecord(thread_id, question, variant, model, base_url, corpus, settings, time.time())
+    return RunRecord(
+        thread_id, question, variant, model, base_url, corpus, settings, time.time(), options or {}
+    )
 
 
 def thread_status(graph: CompiledStateGraph, thread_id: str) -> ThreadStatus:

@@ -17,7 +17,7 @@ from langgraph.channels import DeltaChannel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite
 
-from reactgraph.storage.locks import is_postgres
+from reactgraph.storage.address import is_postgres
 from reactgraph.storage.status import read_thread, status_of
 
 
