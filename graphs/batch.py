@@ -13,7 +13,8 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from reactgraph.pool import Job, run_parallel
+from reactgraph.engines import Engine, check_engine, run_jobs
+from reactgraph.pool import Job
 
 
 class BatchResult(TypedDict):
@@ -111,18 +112,26 @@ def run_processes(
     workers: int | None = None,
     concurrency: int = 8,
     thread_prefix: str | None = None,
+    engine: Engine = "local",
+    address: str | None = None,
 ) -> Iterator[BatchResult]:
     """``run_many`` on every core: the questions shared out among ``workers`` processes (default:
     the cores, capped by the questions), ``concurrency`` runs in flight in all; each result
     yielded as its run ends, in this process. ``build`` makes each worker's graph: a picklable
     zero-argument callable (a module-level function, or a ``functools.partial`` of one)
     returning a graph, or an async context manager yielding one (to open an async
-    checkpointer in the worker). A worker that dies gives its runs in flight an ``error``."""
+    checkpointer in the worker). A worker that dies gives its runs in flight an ``error``.
+    ``engine="ray"`` runs them on a Ray cluster instead (``address``, default ``RAY_ADDRESS``,
+    else a local Ray for this call), a worker being an actor there; the results are the same."""
     check_concurrency(concurrency)
+    check_engine(engine, address)
     prefix = thread_prefix or uuid.uuid4().hex[:12]
     jobs = [Job(i, q, f"{prefix}-{i}") for i, q in enumerate(questions)]
     runner = functools.partial(_graph_runner, build)
-    for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
+    results = run_jobs(
+        runner, jobs, workers=workers, concurrency=concurrency, engine=engine, address=address
+    )
+    for result in results:
         if "question" not in result:  # a job its worker never finished
             result = result_of(
                 result["index"],

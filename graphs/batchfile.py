@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from reactgraph import console as out
+from reactgraph.engines import Engine, Flight, run_jobs
 from reactgraph.jsonl import (
     MAX_LINE_BYTES,
     BadLine,
@@ -25,7 +27,7 @@ from reactgraph.jsonl import (
     read_jsonl_lines,
 )
 from reactgraph.nodes.storable import unstorable
-from reactgraph.pool import Job, run_parallel
+from reactgraph.pool import Job
 from reactgraph.resultsfile import Results
 from reactgraph.worker import Recipe, open_runner
 
@@ -64,6 +66,13 @@ def read_questions(
     object ``{"question": ..., "id"?: ...}`` or a JSON string. ValueError if unreadable."""
     questions: list[Question] = []
     problems: list[str] = []
+    for item in each_question(path, max_line_bytes):
+        (questions if isinstance(item, Question) else problems).append(item)  # type: ignore[arg-type]
+    return questions, problems
+
+
+def each_question(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Question | str]:
+    """``read_questions`` one line at a time: each good question, or a bad line's problem."""
     seen: set[str] = set()
     for number, value in read_jsonl_lines(path, max_line_bytes):
         try:
@@ -71,11 +80,10 @@ def read_questions(
             if question.key in seen:
                 raise Skip(f"duplicate id {question.key}")
         except Skip as skip:
-            problems.append(f"{path}:{number}: {skip}; skipped")
+            yield f"{path}:{number}: {skip}; skipped"
             continue
         seen.add(question.key)
-        questions.append(question)
-    return questions, problems
+        yield question
 
 
 def thread_prefix(questions_path: str, variant: str) -> str:
@@ -91,15 +99,19 @@ def run_file(
     *,
     workers: int | None = None,
     concurrency: int = 8,
+    engine: Engine = "local",
+    address: str | None = None,
 ) -> int:
     """Run the file's questions not done yet: 0 when each has a result, 1 when a run failed,
-    2 for an unusable file or a question another process is running."""
+    2 for an unusable file or a question another process is running. ``engine`` runs them
+    (``reactgraph.engines``). The file is read twice, a line at a time, never held whole: once
+    to check it, then as the questions are handed out."""
     try:
-        questions, problems = read_questions(questions_path)
+        keys, problems = _survey(questions_path)
     except ValueError as error:
         out.fail(str(error))
         return 2
-    if not questions:
+    if not keys:
         more = f" (and {len(problems) - 1} more bad lines)" if len(problems) > 1 else ""
         why = f": {problems[0]}{more}" if problems else " (it has no lines)"
         out.fail(f"no question to run in {questions_path}{why}")
@@ -113,15 +125,19 @@ def run_file(
         return 2
     try:
         results.refresh(report=True)
-        todo = [q for q in questions if q.key not in results.done]
-        if len(todo) < len(questions):
+        total = sum(1 for key in keys if key not in results.done)
+        if total < len(keys):
             out.console.print(
-                f"[dim]{len(questions) - len(todo)} question(s) already done in "
-                f"{out_path}; skipped[/dim]"
+                f"[dim]{len(keys) - total} question(s) already done in {out_path}; skipped[/dim]"
             )
-        prefix = thread_prefix(questions_path, recipe.variant)
-        jobs = [Job(i, q.text, prefix + q.key) for i, q in enumerate(todo)]
-        outcomes = _run(recipe, jobs, todo, results, questions_path, workers, concurrency)
+        del keys
+        todo = (
+            q
+            for q in each_question(questions_path)
+            if isinstance(q, Question) and q.key not in results.done
+        )
+        run = _Run(recipe, results, questions_path)
+        outcomes = run.all(todo, total, workers, concurrency, engine, address)
     finally:
         results.close()
     if "busy" in outcomes:
@@ -129,35 +145,74 @@ def run_file(
     return 1 if "failed" in outcomes else 0
 
 
-def _run(
-    recipe: Recipe,
-    jobs: list[Job],
-    todo: list[Question],
-    results: Results,
-    source: str,
-    workers: int | None,
-    concurrency: int,
-) -> list[Outcome]:
-    outcomes: list[Outcome] = []
-    runner = functools.partial(open_runner, recipe)
-    with out.progress() as bar:
-        task = bar.add_task("questions", total=len(jobs))
-        for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
-            question = todo[result["index"]]
-            error = result.get("error") or ""
-            if error.startswith("ThreadBusy"):
-                out.fail(f"{source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
-                outcomes.append("busy")
-            elif not results.record(
-                {
-                    "id": question.id,
-                    "key": question.key,
-                    "question": question.text,
-                    **{k: v for k, v in result.items() if k not in ("index", "question")},
-                }
+def _survey(path: str) -> tuple[set[str], list[str]]:
+    """The keys of the file's good questions, and its bad lines' problems."""
+    keys: set[str] = set()
+    problems: list[str] = []
+    for item in each_question(path):
+        if isinstance(item, Question):
+            keys.add(item.key)
+        else:
+            problems.append(item)
+    return keys, problems
+
+
+@dataclass
+class _Run:
+    """A batch under way: the questions in flight (and only those) by their job's index."""
+
+    recipe: Recipe
+    results: Results
+    source: str
+
+    def all(
+        self,
+        todo: Iterator[Question],
+        total: int,
+        workers: int | None,
+        concurrency: int,
+        engine: Engine,
+        address: str | None,
+    ) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        pending: dict[int, Question] = {}
+        prefix = thread_prefix(self.source, self.recipe.variant)
+
+        def jobs() -> Iterator[Job]:
+            for index, question in enumerate(todo):
+                pending[index] = question
+                yield Job(index, question.text, prefix + question.key)
+
+        runner = functools.partial(open_runner, self.recipe)
+        flight = Flight()
+        with out.progress(flight) as bar:
+            task = bar.add_task("questions", total=total, failed=0)
+            for result in run_jobs(
+                runner,
+                jobs(),
+                workers=workers,
+                concurrency=concurrency,
+                engine=engine,
+                address=address,
+                db=self.recipe.db,
+                flight=flight,
             ):
-                outcomes.append("done")
-            else:
-                outcomes.append("failed" if error else "ran")
-            bar.advance(task)
-    return outcomes
+                outcomes.append(self.one(pending.pop(result["index"]), result))
+                failures = sum(o in ("failed", "busy") for o in outcomes)
+                bar.update(task, advance=1, failed=failures)
+        return outcomes
+
+    def one(self, question: Question, result: dict[str, Any]) -> Outcome:
+        error = result.get("error") or ""
+        if error.startswith("ThreadBusy"):
+            out.fail(f"{self.source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
+            return "busy"
+        line = {
+            "id": question.id,
+            "key": question.key,
+            "question": question.text,
+            **{k: v for k, v in result.items() if k not in ("index", "question")},
+        }
+        if not self.results.record(line):
+            return "done"
+        return "failed" if error else "ran"

@@ -15,6 +15,7 @@ from reactgraph.commands import UsageError
 from reactgraph.commands_eval import add_eval_parser
 from reactgraph.commands_read import cmd_graph, cmd_show, cmd_threads
 from reactgraph.commands_run import cmd_ask, cmd_batch, cmd_demo, cmd_prune, cmd_resume
+from reactgraph.engines import ENGINES
 from reactgraph.models import DEFAULT_TIMEOUT_S
 from reactgraph.persistence import DEFAULT_DB, DatabaseError, ThreadBusy
 
@@ -127,6 +128,19 @@ def make_parser() -> Parser:
         "--workers",
         type=positive_int,
         help="worker processes (default: the cores, capped by the questions)",
+    )
+    many.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="where the runs go: worker processes on this machine, or a Ray cluster's actors "
+        "(pip install 'reactgraph[ray]'; --workers then counts actors)",
+    )
+    many.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="the Ray cluster for --engine ray (default: RAY_ADDRESS, else a local Ray started "
+        "for this run and stopped after it)",
     )
     ask = commands.add_parser("ask", parents=[one, run, db, timeout], help="answer a question")
     ask.add_argument("question", help="the question")

@@ -10,7 +10,8 @@ from typing import Any
 
 from reactgraph import console as out
 from reactgraph.commands import UsageError, make_model
-from reactgraph.commands_run import recipe_from
+from reactgraph.commands_run import engine_from, recipe_from
+from reactgraph.engines import Flight
 from reactgraph.eval.inputs import Item, bundled_questions, read_questions
 from reactgraph.eval.report import write_report
 from reactgraph.eval.run import DATABASE, read_results, run_eval
@@ -51,6 +52,7 @@ def items_from(args: argparse.Namespace) -> list[Item]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     variants = chosen_variants(args.variants)
+    engine = engine_from(args)
     items = items_from(args)
     folder = Path(args.out)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
@@ -64,8 +66,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise UsageError("--context-window applies to none of these variants")
         recipe.settings["context_window"] = window  # used by the variants that have one
     started = time.perf_counter()
-    with out.progress() as bar:
-        task = bar.add_task("pairs", total=None)
+    flight = Flight()
+    with out.progress(flight) as bar:
+        task = bar.add_task("pairs", total=None, failed=0)
 
         def on_start(todo: int, done: int) -> None:
             if done:
@@ -73,7 +76,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             bar.update(task, total=todo)
 
         try:
-            for _ in run_eval(
+            failures = 0
+            for line in run_eval(
                 recipe,
                 items,
                 variants,
@@ -81,8 +85,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 concurrency=args.concurrency,
                 on_start=on_start,
+                flight=flight,
+                **engine,
             ):
-                bar.advance(task)
+                failures += bool(line.get("error"))
+                bar.update(task, advance=1, failed=failures)
         except KeyboardInterrupt:
             out.errors.print("\nInterrupted: finished pairs are kept; run the same command again")
             return 130

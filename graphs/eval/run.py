@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from reactgraph.engines import Engine, Flight, run_jobs
 from reactgraph.eval.inputs import Item
 from reactgraph.eval.score import score_answer
-from reactgraph.pool import Job, run_parallel
+from reactgraph.pool import Job
 from reactgraph.resultsfile import Results
 from reactgraph.worker import Recipe, open_runner
 
@@ -80,11 +81,15 @@ def run_eval(
     workers: int | None = None,
     concurrency: int = 8,
     on_start: Callable[[int, int], None] | None = None,
+    engine: Engine = "local",
+    address: str | None = None,
+    flight: Flight | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run the pairs not done yet; yield each scored result line as it is appended to
     ``folder/results.jsonl``. ``recipe.db`` defaults to ``folder/runs.sqlite``, so every pair's
     run can be read with ``reactgraph show THREAD --db ...``. ``on_start(todo, done)`` is told
-    how many pairs will run and how many are done already."""
+    how many pairs will run and how many are done already. ``engine`` (and ``address``) say
+    where the runs go (``reactgraph.engines``); ``flight`` counts those in flight."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if not recipe.db:
@@ -97,7 +102,16 @@ def run_eval(
             on_start(len(jobs), len(items) * len(variants) - len(jobs))
         by_id = {item.id: item for item in items}
         runner = functools.partial(open_runner, recipe)
-        for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
+        for result in run_jobs(
+            runner,
+            jobs,
+            workers=workers,
+            concurrency=concurrency,
+            engine=engine,
+            address=address,
+            db=recipe.db,
+            flight=flight,
+        ):
             extra = jobs[result["index"]].extra
             line = scored(by_id[extra["item"]], extra["variant"], result)
             if results.record(line):
