@@ -14,8 +14,8 @@ from common import FINAL_ANSWER, last_step, page
 from common import LONG_QUESTION as QUESTION
 
 from reactgraph import REGISTRY, build_graph
-from reactgraph.persistence import new_record, open_db
 from reactgraph.scripted import ScriptedChatModel
+from reactgraph.storage.database import new_record, open_db
 
 TURNS = int(os.environ.get("BENCH_LONG_TURNS", "1000"))  # where the SIGKILL lands
 CAP = TURNS + 10  # the run's turn cap (raised)

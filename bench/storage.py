@@ -22,7 +22,7 @@ from typing import Any
 from common import BENCH, ToolCallingScript, mb, page, prebuilt_agent, table, verdict
 from longrun import CAP, QUESTION, TURNS, open_graph, raw_chars, wal_size
 
-from reactgraph.persistence import open_db
+from reactgraph.storage.database import open_db
 
 PREBUILT_TURNS = 200  # its storage grows with the square of the run: 1,000 would be gigabytes
 POSTGRES = os.environ.get("REACTGRAPH_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")

@@ -8,13 +8,14 @@ import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from reactgraph.engines import Engine, check_engine, run_jobs
-from reactgraph.pool import Job
+if TYPE_CHECKING:
+    from reactgraph.app.engines import Engine
+    from reactgraph.app.pool import Job
 
 
 class BatchResult(TypedDict):
@@ -123,6 +124,10 @@ def run_processes(
     checkpointer in the worker). A worker that dies gives its runs in flight an ``error``.
     ``engine="ray"`` runs them on a Ray cluster instead (``address``, default ``RAY_ADDRESS``,
     else a local Ray for this call), a worker being an actor there; the results are the same."""
+    # The app's engines, loaded when used.
+    from reactgraph.app.engines import check_engine, run_jobs
+    from reactgraph.app.pool import Job
+
     check_concurrency(concurrency)
     check_engine(engine, address)
     prefix = thread_prefix or uuid.uuid4().hex[:12]

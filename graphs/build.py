@@ -12,10 +12,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from reactgraph.assembly import assemble
-from reactgraph.delta import bound_replay
 from reactgraph.graph import ReactGraph, adopt
 from reactgraph.models import chat_model
 from reactgraph.nodes.compaction import context_window_for
+from reactgraph.nodes.delta import bound_replay
 from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
 from reactgraph.settings import check_all, context_schema
 from reactgraph.variants import variant as find_variant

@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import workers
+from reactgraph.nodes import deadlines
 from reactgraph.nodes.effects import Effect, Pause
 
 logger = logging.getLogger(__name__)
@@ -136,14 +136,14 @@ class ModelCall:
         if self.deadline is None:
             return self.model.invoke(self.messages, self.config, **self.arguments)
         call = lambda: self.model.invoke(self.messages, self.config, **self.arguments)  # noqa: E731
-        return workers.in_thread(call, self.deadline, "model call").result()
+        return deadlines.in_thread(call, self.deadline, "model call").result()
 
     async def arun(self) -> Any:
         call = self.model.ainvoke(self.messages, self.config, **self.arguments)
         try:
             return await asyncio.wait_for(call, self.deadline)
         except TimeoutError:
-            raise workers.TimedOut(f"model call over its {self.deadline:g} s deadline") from None
+            raise deadlines.TimedOut(f"model call over its {self.deadline:g} s deadline") from None
 
 
 class ModelCaller:

@@ -19,7 +19,7 @@ from langgraph.channels import DeltaChannel
 
 # A snapshot every 500 updates (about 500 turns): at 1,000 turns the snapshots add about as much
 # as the transcript itself, while a read replays at most a few hundred writes (see also
-# ``reactgraph.delta``, which bounds the replay for channels written rarely).
+# ``reactgraph.nodes.delta``, which bounds the replay for channels written rarely).
 SNAPSHOT_EVERY = 500
 
 

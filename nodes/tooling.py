@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from reactgraph.nodes import prompts, workers
+from reactgraph.nodes import deadlines, prompts
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.state import State
@@ -117,7 +117,7 @@ class ToolCall:
         if error is None:
             logger.warning("tool %s timed out after %.3g s", name, self.timeout)
             return prompts.TOOL_TIMEOUT.format(name=name, seconds=self.timeout)
-        if isinstance(error, workers.Unavailable):
+        if isinstance(error, deadlines.Unavailable):
             return prompts.TOOL_UNAVAILABLE.format(name=name, hanging=error.hanging)
         logger.warning("tool %s failed: %r", name, error)
         return prompts.TOOL_ERROR.format(name=name, error=str(error) or type(error).__name__)
@@ -133,21 +133,21 @@ class ToolCall:
         try:
             if has_sync_body(self.tool):
                 call = lambda: self.tool.invoke(self.arguments, self.config)  # noqa: E731
-                future = workers.in_thread(call, self.timeout, key)
+                future = deadlines.in_thread(call, self.timeout, key)
             else:
                 coroutine = self.tool.ainvoke(self.arguments, self.config)
-                future = workers.on_loop(coroutine, self.timeout, key)
-        except workers.TimedOut:
+                future = deadlines.on_loop(coroutine, self.timeout, key)
+        except deadlines.TimedOut:
             return self._failure(None)
-        except workers.Unavailable as error:
+        except deadlines.Unavailable as error:
             return self._failure(error)
         return self._result(future)
 
     async def arun(self) -> str:
         key = f"tool {self.tool.name}"
         try:
-            workers.check_capacity(key)
-        except workers.Unavailable as error:
+            deadlines.check_capacity(key)
+        except deadlines.Unavailable as error:
             return self._failure(error)
         if has_async_body(self.tool):
             task: Any = asyncio.ensure_future(self.tool.ainvoke(self.arguments, self.config))
@@ -155,7 +155,7 @@ class ToolCall:
         else:
             # Sync tools run on the worker threads, never on the loop or its default executor.
             call = lambda: self.tool.invoke(self.arguments, self.config)  # noqa: E731
-            running = workers.THREADS.submit(call)
+            running = deadlines.THREADS.submit(call)
             task = asyncio.wrap_future(running)
         started = time.perf_counter()
         # Not wait_for: it waits for a cancelled task to finish, which a tool that swallows
@@ -173,7 +173,7 @@ class ToolCall:
             task.cancel()
             running.cancel()
             if not running.done():
-                workers.abandon(key, running)
+                deadlines.abandon(key, running)
             return self._failure(None)
         return self._result(task)
 

@@ -7,8 +7,8 @@ import json
 import tracemalloc
 from pathlib import Path
 
-from reactgraph.batchfile import Question, read_questions
-from reactgraph.resultsfile import Results
+from reactgraph.app.batchfile import Question, read_questions
+from reactgraph.app.results import Results
 
 
 def test_a_huge_line_is_skipped_in_bounded_memory(tmp_path: Path) -> None:

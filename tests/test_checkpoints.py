@@ -19,8 +19,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import build_graph
-from reactgraph.persistence import aopen_db, open_db, thread_status
 from reactgraph.scripted import ScriptedChatModel
+from reactgraph.storage.database import aopen_db, open_db, thread_status
 from tests.fakes import ToolLog, action, answer, fake_model
 from tests.test_persistence import postgres_url
 
@@ -209,7 +209,7 @@ def test_an_interrupted_old_thread_resumes_and_an_old_notes_thread_goes_on(tmp_p
 def test_show_reads_an_old_thread(tmp_path: Path) -> None:
     db = copied_old_threads(tmp_path)
     result = subprocess.run(
-        [sys.executable, "-m", "reactgraph.cli", "show", "old-done", "--db", db],
+        [sys.executable, "-m", "reactgraph.app.cli", "show", "old-done", "--db", db],
         cwd=ROOT,
         capture_output=True,
         text=True,

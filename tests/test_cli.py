@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reactgraph.cli import main
+from reactgraph.app.cli import main
 from tests.fakes import FakeOpenAIServer, seed_responder
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
@@ -39,7 +39,7 @@ def cli(
     *args: str, env: dict | None = None, cwd: Path | None = None, **kwargs: object
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "reactgraph.cli", *args],
+        [sys.executable, "-m", "reactgraph.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -52,7 +52,7 @@ def cli(
 def popen(*args: str, env: dict | None = None) -> subprocess.Popen[str]:
     """The command line started in the background (for a test that interrupts or races it)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "reactgraph.cli", *args],
+        [sys.executable, "-m", "reactgraph.app.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -118,7 +118,7 @@ def test_ctrl_c_saves_the_run_and_resume_finishes_it(
         [
             sys.executable,
             "-m",
-            "reactgraph.cli",
+            "reactgraph.app.cli",
             "ask",
             "How many years?",
             "--base-url",
@@ -236,7 +236,7 @@ def test_graph_prints_mermaid_and_writes_a_png(tmp_path: Path) -> None:
 def test_notes_in_the_database_with_the_notes_variant(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    from reactgraph.persistence import open_db
+    from reactgraph.storage.database import open_db
 
     def responder(request: dict) -> str:
         if not any("Observation:" in str(m["content"])[:12] for m in request["messages"]):

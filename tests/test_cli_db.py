@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reactgraph.persistence import new_record, open_db
+from reactgraph.storage.database import new_record, open_db
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.test_cli import cli, one_line_error, popen
 from tests.test_persistence import postgres_url

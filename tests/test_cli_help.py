@@ -186,7 +186,7 @@ def test_the_threads_listing_cuts_a_long_question_at_a_word(
 
 
 def test_clip() -> None:
-    from reactgraph.console import clip
+    from reactgraph.app.console import clip
 
     assert clip("short", 10) == "short"
     assert clip("one two three four", 12) == "one two…"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reactgraph.persistence import RunRecord, open_db
+from reactgraph.storage.database import RunRecord, open_db
 from tests.fakes import FakeOpenAIServer, Fault, seed_responder
 from tests.test_cli import cli, one_line_error, popen
 

@@ -13,8 +13,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from reactgraph import build_graph
-from reactgraph.compression import PLAIN, ZLIB, Zlib, serializer
-from reactgraph.persistence import aopen_db, open_db
+from reactgraph.storage.compression import PLAIN, ZLIB, Zlib, serializer
+from reactgraph.storage.database import aopen_db, open_db
 from tests.fakes import action, answer, fake_model
 
 # Real prose, which compresses as text does.

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from reactgraph.app.cli import main
+from reactgraph.app.engines import Flight, check_engine, run_jobs
+from reactgraph.app.pool import Job
 from reactgraph.batch import run_processes
-from reactgraph.cli import main
-from reactgraph.engines import Flight, check_engine, run_jobs
-from reactgraph.pool import Job
 from tests.fakes import colour_graph, echo_runner
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reactgraph.eval.inputs import (
+from reactgraph.app.eval.inputs import (
     BUNDLED_QUESTIONS,
     Item,
     Problem,
@@ -22,7 +22,7 @@ from reactgraph.eval.inputs import (
     read_jsonl,
     read_questions,
 )
-from reactgraph.eval.score import normalize_answer
+from reactgraph.app.eval.score import normalize_answer
 from reactgraph.tools import LocalCorpus, calculator
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reactgraph.eval.report import MISSING, STATUSES, markdown_table, summarize, write_report
+from reactgraph.app.eval.report import MISSING, STATUSES, markdown_table, summarize, write_report
 
 
 def result(variant: str, key: str, **fields: Any) -> dict[str, Any]:
@@ -140,7 +140,7 @@ def test_without_matplotlib_the_markdown_is_still_written(
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    with caplog.at_level(logging.WARNING, logger="reactgraph.eval.report"):
+    with caplog.at_level(logging.WARNING, logger="reactgraph.app.eval.report"):
         table = write_report([result("v", "q")], tmp_path / "out", model="m")
     assert "| v | 1 | 100.0 | 100.0 | 1 |" in table
     assert (tmp_path / "out" / "summary.md").exists()

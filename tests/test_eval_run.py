@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from reactgraph.eval import read_hotpotqa, summarize
-from reactgraph.eval.run import read_results, run_eval
-from reactgraph.worker import Recipe
+from reactgraph.app.eval import read_hotpotqa, summarize
+from reactgraph.app.eval.run import read_results, run_eval
+from reactgraph.app.runner import Recipe
 from tests.fakes import FakeOpenAIServer, colour_model, colour_reply
 from tests.test_cli import cli, one_line_error, popen
 

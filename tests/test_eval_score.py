@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reactgraph.eval.score import (
+from reactgraph.app.eval.score import (
     Score,
     exact_match,
     golds_of,

@@ -177,7 +177,7 @@ HUNG_TOOLS = textwrap.dedent(
     import threading, time
     from langchain_core.tools import tool
     from reactgraph import build_graph
-    from reactgraph.nodes.workers import MAX_ABANDONED
+    from reactgraph.nodes.deadlines import MAX_ABANDONED
     from tests.fakes import fake_model, action, answer
 
     @tool

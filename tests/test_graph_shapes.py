@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from reactgraph import VARIANTS, build_graph
@@ -88,3 +91,19 @@ def test_nodes_and_conditional_exits(variant: str) -> None:
     mermaid = drawing.draw_mermaid()
     for source, target in conditional:
         assert f"{source} -.-> {target};" in mermaid
+
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+@pytest.mark.parametrize("variant", sorted(SHAPES))
+def test_drawing_matches_its_snapshot(variant: str) -> None:
+    """Each variant's Mermaid drawing against the committed one, so a change to the wiring shows
+    up as a readable diff. After an intended change: ``UPDATE_SNAPSHOTS=1 pytest`` this test."""
+    mermaid = build_graph(variant, model=fake_model(), tools=[]).get_graph().draw_mermaid()
+    snapshot = SNAPSHOTS / f"{variant}.mmd"
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOTS.mkdir(exist_ok=True)
+        snapshot.write_text(mermaid)
+    assert snapshot.exists(), f"no snapshot for {variant}: run with UPDATE_SNAPSHOTS=1"
+    assert mermaid == snapshot.read_text()

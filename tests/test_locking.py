@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from reactgraph import build_graph
-from reactgraph.locking import GuardedSaver, LockLost, ThreadBusy, thread_lock
-from reactgraph.persistence import open_db
+from reactgraph.storage.database import open_db
+from reactgraph.storage.locks import GuardedSaver, LockLost, ThreadBusy, thread_lock
 from tests.fakes import answer, fake_model
 from tests.test_persistence import postgres_url
 
@@ -52,8 +52,8 @@ WORKER = textwrap.dedent(
     """
     import json, sys, time
     from reactgraph import build_graph
-    from reactgraph.locking import GuardedSaver, LockLost, thread_lock
-    from reactgraph.persistence import open_db
+    from reactgraph.storage.locks import GuardedSaver, LockLost, thread_lock
+    from reactgraph.storage.database import open_db
     from reactgraph.scripted import ScriptedChatModel
     from tests.fakes import ToolLog
 

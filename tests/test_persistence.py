@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reactgraph import build_graph
-from reactgraph.persistence import (
+from reactgraph.storage.database import (
     ThreadBusy,
     aopen_db,
     is_postgres,
@@ -32,7 +32,7 @@ RUN = textwrap.dedent(
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import tool
     from reactgraph import build_graph
-    from reactgraph.persistence import open_db
+    from reactgraph.storage.database import open_db
     from reactgraph.scripted import ScriptedChatModel
     from reactgraph.nodes import notes as notes_module
 

@@ -11,8 +11,8 @@ import pytest
 
 from reactgraph import build_graph
 from reactgraph.nodes.providers import ModelCallError
-from reactgraph.persistence import open_db, thread_status
-from reactgraph.pruning import NotFinished, prune_thread
+from reactgraph.storage.database import open_db, thread_status
+from reactgraph.storage.pruning import NotFinished, prune_thread
 from tests.fakes import ToolLog, action, answer, fake_model
 from tests.test_persistence import postgres_url
 

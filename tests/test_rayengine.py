@@ -22,9 +22,9 @@ import pytest
 
 pytest.importorskip("ray")
 
-from reactgraph.batchfile import run_file
-from reactgraph.cli import main
-from reactgraph.worker import Recipe
+from reactgraph.app.batchfile import run_file
+from reactgraph.app.cli import main
+from reactgraph.app.runner import Recipe
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.test_cli import environment
 from tests.test_persistence import postgres_url
@@ -63,7 +63,7 @@ def without_timings(lines: list[dict[str, Any]], *drop: str) -> list[dict[str, A
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The command line in a subprocess; Ray's start-up on a busy machine takes a while."""
     return subprocess.run(
-        [sys.executable, "-m", "reactgraph.cli", *args],
+        [sys.executable, "-m", "reactgraph.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=600,
@@ -158,7 +158,7 @@ def test_a_two_node_batch_loses_a_node_and_still_answers_each_question_once(
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="reactgraph.rayengine")
+    caplog.set_level(logging.DEBUG, logger="reactgraph.app.rayengine")
     questions = tmp_path / "q.jsonl"
     questions.write_text(
         "".join(json.dumps({"id": i, "question": f"Q{i}?"}) + "\n" for i in range(40))

@@ -9,7 +9,6 @@ the model reads, never an ``ExceptionGroup``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -24,7 +23,7 @@ from reactgraph.tools.mcp.errors import (
     leaf,
     one_line,
 )
-from reactgraph.tools.mcp.loops import cancelling, run_sync
+from reactgraph.tools.mcp.loops import Expired, run_sync, within
 
 __all__ = ["Call", "MCPTool", "render_content", "wrap"]
 
@@ -108,28 +107,16 @@ def wrap(
 
     async def acall(**arguments: Any) -> tuple[str, dict[str, Any]]:
         try:
-            async with asyncio.timeout(call_timeout) as deadline:
-                try:
-                    content, artifact = await call(**arguments)
-                except BaseException:
-                    if cancelling():
-                        # The stdio transport's shutdown can turn the cancellation into an
-                        # ExceptionGroup; a caller's asyncio.wait_for must still see it cancelled.
-                        raise asyncio.CancelledError from None
-                    raise
+            content, artifact = await within(lambda: call(**arguments), call_timeout)
         except ToolException as exc:  # the server answered isError: the model reads it
             text = render_content(getattr(exc, "tool_content", None) or str(exc))
             raise ToolException(text) from None
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            if deadline.expired():
-                raise TimeoutError(
-                    f"MCP tool {tool.name!r} (server {server!r}) gave no answer "
-                    f"within {call_timeout:g} s"
-                ) from None
-            if not isinstance(exc, Exception):
-                raise
+        except Expired:
+            raise TimeoutError(
+                f"MCP tool {tool.name!r} (server {server!r}) gave no answer "
+                f"within {call_timeout:g} s"
+            ) from None
+        except Exception as exc:
             root = leaf(exc)
             if isinstance(root, MCPConnectionError):
                 raise root from None

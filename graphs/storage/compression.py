@@ -6,7 +6,7 @@ are. zlib makes a checkpoint about a fifth of that and text about a third. It go
 LangGraph's own hook for transforming stored bytes (``EncryptedSerializer`` with a "cipher" that
 compresses), so rows written before it (type ``msgpack``) read as they always did, and new ones
 are typed ``msgpack+zlib``. To open a reactgraph SQLite file with a saver of your own, pass
-``serde=reactgraph.compression.serializer()``.
+``serde=reactgraph.storage.compression.serializer()``.
 
 PostgreSQL compresses large values itself (TOAST); its savers are left as they are.
 """

@@ -1,7 +1,7 @@
 """The Ray engine: the same jobs and runner as the process pool, on a Ray cluster.
 
 One async actor per worker slot opens the runner once (``open_runner``, as in
-``reactgraph.pool``) and runs up to its share of ``concurrency`` jobs at a time. This process,
+``reactgraph.app.pool``) and runs up to its share of ``concurrency`` jobs at a time. This process,
 the driver, takes the jobs one by one from an iterable (a file of a million questions is never
 all in memory, nor in Ray's object store), keeps at most ``concurrency`` in flight, and yields
 each result as it comes: the caller stays the one reader, and the one writer of any results.
@@ -25,9 +25,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from reactgraph.locking import is_postgres
-from reactgraph.persistence import DatabaseError
-from reactgraph.pool import Job, OpenRunner, failed
+from reactgraph.app.pool import Job, OpenRunner, failed
+from reactgraph.storage import DatabaseError
+from reactgraph.storage.locks import is_postgres
 
 logger = logging.getLogger(__name__)
 

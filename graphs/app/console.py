@@ -21,7 +21,7 @@ from rich.text import Text
 
 from reactgraph.nodes.notes import UPDATE_NOTES
 from reactgraph.nodes.prompts import NOTES_ELIDED
-from reactgraph.persistence import RunRecord
+from reactgraph.storage.database import RunRecord
 
 console = Console(highlight=False, soft_wrap=True)
 errors = Console(stderr=True, highlight=False, soft_wrap=True)

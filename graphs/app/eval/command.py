@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reactgraph import console as out
-from reactgraph.commands import UsageError, make_model
-from reactgraph.commands_run import engine_from, recipe_from
-from reactgraph.engines import Flight
-from reactgraph.eval.inputs import Item, bundled_questions, read_questions
-from reactgraph.eval.report import write_report
-from reactgraph.eval.run import DATABASE, read_results, run_eval
+from reactgraph.app import console as out
+from reactgraph.app.engines import Flight
+from reactgraph.app.eval.inputs import Item, bundled_questions, read_questions
+from reactgraph.app.eval.report import write_report
+from reactgraph.app.eval.run import DATABASE, read_results, run_eval
+from reactgraph.app.options import UsageError, make_model
+from reactgraph.app.running import engine_from, recipe_from
 from reactgraph.variants import REGISTRY, VARIANTS
 
 

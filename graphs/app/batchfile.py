@@ -2,7 +2,7 @@
 ends, so an interrupted batch re-run skips what is done and loses nothing already written.
 
 Each question runs on a thread of the database named after the questions file, the variant and
-the question's id, under that thread's lock (``reactgraph.worker``), in one of ``workers``
+the question's id, under that thread's lock (``reactgraph.app.runner``), in one of ``workers``
 processes. A re-run skips the questions with a result, resumes a thread a killed worker left half
 done, and reports a finished one without running it again. One process, this one, writes the
 results file, holding a lock on it while it reads and appends: no line is torn or written twice,
@@ -17,19 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from reactgraph import console as out
-from reactgraph.engines import Engine, Flight, run_jobs
-from reactgraph.jsonl import (
+from reactgraph.app import console as out
+from reactgraph.app.engines import Engine, Flight, run_jobs
+from reactgraph.app.jsonl import (
     MAX_LINE_BYTES,
     BadLine,
     Skip,
     line_id,
     read_jsonl_lines,
 )
+from reactgraph.app.pool import Job
+from reactgraph.app.results import Results
+from reactgraph.app.runner import Recipe, open_runner
 from reactgraph.nodes.storable import unstorable
-from reactgraph.pool import Job
-from reactgraph.resultsfile import Results
-from reactgraph.worker import Recipe, open_runner
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 
@@ -37,7 +37,7 @@ Outcome = Literal["done", "ran", "failed", "busy"]
 @dataclass(frozen=True)
 class Question:
     """A good line: ``id`` as given (any JSON string or number, or ``line-N`` for a line without
-    one) and ``key``, its unambiguous text (``reactgraph.jsonl.id_text``), unique in the file."""
+    one) and ``key``, its unambiguous text (``jsonl.id_text``), unique in the file."""
 
     number: int
     key: str
@@ -104,7 +104,7 @@ def run_file(
 ) -> int:
     """Run the file's questions not done yet: 0 when each has a result, 1 when a run failed,
     2 for an unusable file or a question another process is running. ``engine`` runs them
-    (``reactgraph.engines``). The file is read twice, a line at a time, never held whole: once
+    (``reactgraph.app.engines``). The file is read twice, a line at a time, never held whole: once
     to check it, then as the questions are handed out."""
     try:
         keys, problems = _survey(questions_path)

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from reactgraph import build_graph
-from reactgraph import console as out
-from reactgraph.commands import UsageError, load_record, reader
+from reactgraph.app import console as out
+from reactgraph.app.options import UsageError, load_record, reader
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
-from reactgraph.persistence import NoDatabase, RunRecord, open_db, thread_status
 from reactgraph.scripted import ScriptedChatModel
+from reactgraph.storage.database import NoDatabase, RunRecord, open_db, thread_status
 from reactgraph.variants import variant
 
 

@@ -1,6 +1,6 @@
 """``reactgraph eval``'s parts that run no graph: scoring, the question sets, the report."""
 
-from reactgraph.eval.inputs import (
+from reactgraph.app.eval.inputs import (
     BUNDLED_QUESTIONS,
     Item,
     Problem,
@@ -10,8 +10,8 @@ from reactgraph.eval.inputs import (
     read_jsonl,
     read_questions,
 )
-from reactgraph.eval.report import VariantSummary, markdown_table, summarize, write_report
-from reactgraph.eval.score import Score, exact_match, normalize_answer, score_answer, token_f1
+from reactgraph.app.eval.report import VariantSummary, markdown_table, summarize, write_report
+from reactgraph.app.eval.score import Score, exact_match, normalize_answer, score_answer, token_f1
 
 __all__ = [
     "BUNDLED_QUESTIONS",

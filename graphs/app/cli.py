@@ -10,14 +10,14 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
 from reactgraph import REGISTRY, VARIANTS
-from reactgraph import console as out
-from reactgraph.commands import UsageError
-from reactgraph.commands_eval import add_eval_parser
-from reactgraph.commands_read import cmd_graph, cmd_show, cmd_threads
-from reactgraph.commands_run import cmd_ask, cmd_batch, cmd_demo, cmd_prune, cmd_resume
-from reactgraph.engines import ENGINES
+from reactgraph.app import console as out
+from reactgraph.app.engines import ENGINES
+from reactgraph.app.eval.command import add_eval_parser
+from reactgraph.app.options import UsageError
+from reactgraph.app.running import cmd_ask, cmd_batch, cmd_demo, cmd_prune, cmd_resume
+from reactgraph.app.viewing import cmd_graph, cmd_show, cmd_threads
 from reactgraph.models import DEFAULT_TIMEOUT_S
-from reactgraph.persistence import DEFAULT_DB, DatabaseError, ThreadBusy
+from reactgraph.storage.database import DEFAULT_DB, DatabaseError, ThreadBusy
 
 DEFAULT_MODEL = "gpt-4o-mini"
 

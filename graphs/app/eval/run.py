@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from reactgraph.engines import Engine, Flight, run_jobs
-from reactgraph.eval.inputs import Item
-from reactgraph.eval.score import score_answer
-from reactgraph.pool import Job
-from reactgraph.resultsfile import Results
-from reactgraph.worker import Recipe, open_runner
+from reactgraph.app.engines import Engine, Flight, run_jobs
+from reactgraph.app.eval.inputs import Item
+from reactgraph.app.eval.score import score_answer
+from reactgraph.app.pool import Job
+from reactgraph.app.results import Results
+from reactgraph.app.runner import Recipe, open_runner
 
 RESULTS = "results.jsonl"
 DATABASE = "runs.sqlite"
@@ -89,7 +89,7 @@ def run_eval(
     ``folder/results.jsonl``. ``recipe.db`` defaults to ``folder/runs.sqlite``, so every pair's
     run can be read with ``reactgraph show THREAD --db ...``. ``on_start(todo, done)`` is told
     how many pairs will run and how many are done already. ``engine`` (and ``address``) say
-    where the runs go (``reactgraph.engines``); ``flight`` counts those in flight."""
+    where the runs go (``reactgraph.app.engines``); ``flight`` counts those in flight."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if not recipe.db:

@@ -17,7 +17,7 @@ from langgraph.channels import DeltaChannel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite
 
-from reactgraph.locking import is_postgres
+from reactgraph.storage.locks import is_postgres
 
 
 class NotFinished(RuntimeError):

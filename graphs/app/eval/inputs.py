@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from reactgraph.eval.score import normalize_answer
-from reactgraph.jsonl import (
+from reactgraph.app.eval.score import normalize_answer
+from reactgraph.app.jsonl import (
     MAX_LINE_BYTES,
     BadLine,
     json_error,
@@ -19,8 +19,8 @@ from reactgraph.jsonl import (
     read_jsonl_lines,
     reading,
 )
-from reactgraph.jsonl import Skip as _Skip
-from reactgraph.jsonl import id_text as id_text  # part of this module's interface
+from reactgraph.app.jsonl import Skip as _Skip
+from reactgraph.app.jsonl import id_text as id_text  # part of this module's interface
 
 BUNDLED_QUESTIONS = Path(__file__).with_name("bundled.jsonl")
 Format = Literal["jsonl", "hotpotqa"]

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reactgraph import console as out
-from reactgraph.jsonl import BadLine, id_text, read_jsonl_stream
+from reactgraph.app import console as out
+from reactgraph.app.jsonl import BadLine, id_text, read_jsonl_stream
 
 
 def _key(result: dict[str, Any]) -> str | None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reactgraph.pool import Job, OpenRunner, default_workers, run_parallel
+from reactgraph.app.pool import Job, OpenRunner, default_workers, run_parallel
 
 Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
@@ -46,12 +46,12 @@ def run_jobs(
     db: str | None = None,
     flight: Flight | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Each job's result as its run ends, from ``engine``: "local" (``reactgraph.pool``) or
-    "ray" (``reactgraph.rayengine``, on the cluster at ``address``). ``db`` is the database the
+    """Each job's result as its run ends, from ``engine``: "local" (``reactgraph.app.pool``) or
+    "ray" (``reactgraph.app.rayengine``, on the cluster at ``address``). ``db`` is the database the
     runner keeps its runs in (a Ray cluster of several nodes refuses a SQLite file)."""
     check_engine(engine, address)
     if engine == "ray":
-        from reactgraph.rayengine import run_ray
+        from reactgraph.app.rayengine import run_ray
 
         return run_ray(
             open_runner,

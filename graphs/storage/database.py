@@ -17,13 +17,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
-from reactgraph.compression import serializer
-from reactgraph.dbfaults import explain
+from reactgraph.storage.compression import serializer
+from reactgraph.storage.faults import explain
 
 # The thread lock's old home: these names stay importable from here.
-from reactgraph.locking import ThreadBusy as ThreadBusy
-from reactgraph.locking import is_postgres
-from reactgraph.locking import thread_lock as thread_lock
+from reactgraph.storage.locks import ThreadBusy as ThreadBusy
+from reactgraph.storage.locks import is_postgres
+from reactgraph.storage.locks import thread_lock as thread_lock
 
 # The durability that makes a run resumable after SIGKILL at any point: each step's checkpoint
 # is written before the next step starts ("async" can lose the last steps).

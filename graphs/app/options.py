@@ -17,18 +17,18 @@ import psycopg
 from langchain_core.language_models import BaseChatModel
 
 from reactgraph import build_graph
+from reactgraph.app.runner import toolset
 from reactgraph.models import chat_model
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
-from reactgraph.persistence import (
+from reactgraph.scripted import ScriptedChatModel
+from reactgraph.storage.database import (
     DatabaseError,
     RunRecord,
     explain,
     is_postgres,
     thread_lock,
 )
-from reactgraph.scripted import ScriptedChatModel
 from reactgraph.variants import REGISTRY, variant
-from reactgraph.worker import toolset
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reactgraph.eval.score import score_answer
+from reactgraph.app.eval.score import score_answer
 
 logger = logging.getLogger(__name__)
 

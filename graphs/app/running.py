@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from reactgraph import build_graph
-from reactgraph import console as out
-from reactgraph.commands import (
+from reactgraph.app import console as out
+from reactgraph.app.engines import check_engine
+from reactgraph.app.options import (
     DB_FAULTS,
     UsageError,
     build_for,
@@ -22,9 +23,10 @@ from reactgraph.commands import (
     resume_hint,
     run_settings,
 )
-from reactgraph.engines import check_engine
+from reactgraph.app.runner import Recipe
 from reactgraph.nodes.providers import ModelCallError
-from reactgraph.persistence import (
+from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
+from reactgraph.storage.database import (
     DURABILITY,
     DatabaseError,
     RunRecord,
@@ -34,10 +36,8 @@ from reactgraph.persistence import (
     open_db,
     thread_status,
 )
-from reactgraph.pruning import prune_thread, vacuum
-from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
+from reactgraph.storage.pruning import prune_thread, vacuum
 from reactgraph.tools import calculator, search_tools
-from reactgraph.worker import Recipe
 
 
 def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[Any]:
@@ -146,7 +146,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from reactgraph.batchfile import run_file
+    from reactgraph.app.batchfile import run_file
 
     engine = engine_from(args)
     recipe = recipe_from(args)
@@ -197,7 +197,7 @@ def recipe_from(args: argparse.Namespace) -> Recipe:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    """Reduce finished threads to their final state (see ``reactgraph.pruning``)."""
+    """Reduce finished threads to their final state (see ``reactgraph.storage.pruning``)."""
     if not args.threads and not args.finished:
         raise UsageError("name the threads to prune, or pass --finished for every finished one")
     pruned = skipped = 0

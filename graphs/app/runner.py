@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from reactgraph import build_graph
+from reactgraph.app.pool import Job, Runner
 from reactgraph.batch import result_of
-from reactgraph.locking import GuardedSaver, Lease, ThreadBusy, thread_lock
 from reactgraph.models import chat_model
-from reactgraph.persistence import RunRecord, aopen_db, new_record
-from reactgraph.pool import Job, Runner
-from reactgraph.pruning import prune_thread
+from reactgraph.storage.database import RunRecord, aopen_db, new_record
+from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, thread_lock
+from reactgraph.storage.pruning import prune_thread
 from reactgraph.tools import DEFAULT_CORPUS, calculator, search_tools
 from reactgraph.variants import variant as spec_of
 

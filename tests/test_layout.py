@@ -1,0 +1,93 @@
+"""The layout's one rule, checked: imports flow app -> graphs -> nodes -> tools, with storage beside
+the app. A module that imports against the flow (at any depth) fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Each room, and the rooms it may import from (besides itself).
+ROOMS = {
+    "tools": {"tools"},
+    "nodes": {"nodes", "tools"},
+    "storage": {"storage", "nodes", "tools"},
+    "graphs": {"graphs", "nodes", "tools"},
+    "app": {"app", "graphs", "storage", "nodes", "tools"},
+}
+# The one import against the flow, and why: the Python batch API's ``run_processes`` runs on the
+# app's worker pool, and imports it only when it is called.
+ALLOWED = {("graphs/batch.py", "app")}
+
+
+def room_of_file(path: Path) -> str:
+    parts = path.relative_to(ROOT).parts
+    if parts[0] == "graphs" and len(parts) > 2 and parts[1] in ("app", "storage"):
+        return parts[1]
+    return parts[0]
+
+
+def room_of_module(name: str) -> str | None:
+    if name != "reactgraph" and not name.startswith("reactgraph."):
+        return None
+    parts = name.split(".")
+    if len(parts) > 1 and parts[1] in ("app", "storage", "nodes", "tools"):
+        return parts[1]
+    return "graphs"
+
+
+def imported(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def modules() -> list[Path]:
+    return sorted(
+        path for folder in ("graphs", "nodes", "tools") for path in (ROOT / folder).rglob("*.py")
+    )
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_flow_one_way(path: Path) -> None:
+    room = room_of_file(path)
+    wrong = set()
+    for name in imported(ast.parse(path.read_text())):
+        target = room_of_module(name)
+        if name.startswith("reactgraph.") and name.split(".")[1] in ("app", "storage", "nodes"):
+            target = name.split(".")[1]
+        if target is None or target in ROOMS[room]:
+            continue
+        if (str(path.relative_to(ROOT)), target) in ALLOWED:
+            continue
+        wrong.add(name)
+    if room == "tools":
+        wrong |= {n for n in imported(ast.parse(path.read_text())) if n.startswith("langgraph")}
+    assert not wrong, f"{path.relative_to(ROOT)} ({room}) imports {sorted(wrong)}"
+
+
+def test_the_rooms_hold_what_the_readme_says() -> None:
+    assert (ROOT / "graphs/app/cli.py").exists()
+    assert (ROOT / "graphs/storage/database.py").exists()
+    top = {p.name for p in (ROOT / "graphs").glob("*.py")}
+    assert top <= {
+        "__init__.py",
+        "assembly.py",
+        "batch.py",
+        "build.py",
+        "graph.py",
+        "models.py",
+        "scripted.py",
+        "settings.py",
+        "spec.py",
+        "studio.py",
+        "transport.py",
+    }, top
