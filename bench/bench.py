@@ -9,7 +9,8 @@ this run on this machine; nothing here is a test. Sections:
   the cost of the compaction variants' token check;
 - ``storage``: 1,000-turn runs on SQLite and PostgreSQL, a SIGKILL and resume, ``show``;
 - ``concurrency``: 100 runs at once over HTTP, in one process and in worker processes;
-- ``batch``: ``reactgraph batch --workers 2`` on 1,000 questions of 40 turns, and pruning.
+- ``batch``: ``reactgraph batch --workers 2`` on 1,000 questions of 40 turns, and pruning;
+- ``engines``: the same batch through the process pool and through Ray on one node.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 
 from batch import bench_batch
 from concurrency import bench_concurrency
+from engines import bench_engines
 from overhead import bench_overhead
 from storage import bench_storage
 from tokens import bench_compaction, bench_prompt_tokens
@@ -31,6 +33,7 @@ SECTIONS: dict[str, Callable[[int], None]] = {
     "storage": bench_storage,
     "concurrency": bench_concurrency,
     "batch": bench_batch,
+    "engines": bench_engines,
 }
 
 

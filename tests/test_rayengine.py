@@ -24,8 +24,10 @@ pytest.importorskip("ray")
 
 from reactgraph.app.batchfile import run_file
 from reactgraph.app.cli import main
+from reactgraph.app.engines import Flight, run_jobs
+from reactgraph.app.pool import Job
 from reactgraph.app.runner import Recipe
-from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.fakes import FakeOpenAIServer, echo_runner, seed_responder
 from tests.test_cli import environment
 from tests.test_persistence import postgres_url
 
@@ -121,26 +123,56 @@ def test_batch_and_eval_write_the_same_results_through_either_engine(
 # --- Two nodes, one killed mid-batch -----------------------------------------------------
 
 
-@pytest.fixture
-def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """A head and a second node of one CPU each, this process their driver; shut down after."""
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A head and a second node of one CPU each, this process their driver; shut down after.
+    The module's last test kills the second node."""
     import ray
     from ray.cluster_utils import Cluster
 
-    for name, value in ray_environment(tmp_path).items():
-        monkeypatch.setenv(name, value)
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False},
-    )
-    try:
-        cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
-        cluster.wait_for_nodes()
-        ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.ERROR)
-        yield cluster
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in ray_environment(tmp_path_factory.mktemp("ray")).items():
+            patch.setenv(name, value)
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 1,
+                "node_ip_address": "127.0.0.1",
+                "include_dashboard": False,
+            },
+        )
+        try:
+            cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+            cluster.wait_for_nodes()
+            ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.ERROR)
+            yield cluster
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+
+
+def test_the_driver_hands_out_jobs_as_slots_free_up_never_all_at_once(cluster: Any) -> None:
+    taken = yielded = most = 0
+
+    def jobs() -> Iterator[Job]:
+        nonlocal taken, most
+        for index in range(300):
+            taken += 1
+            most = max(most, taken - yielded)
+            yield Job(index, f"question {index} pause=0.01", f"t{index}")
+
+    flight = Flight()
+    seen: list[int] = []
+    for result in run_jobs(
+        echo_runner, jobs(), concurrency=6, engine="ray", flight=flight, db=postgres_url()
+    ):
+        yielded += 1
+        assert flight.running <= 6
+        assert result["answer"] == f"question {result['index']} pause=0.01"
+        seen.append(result["index"])
+    assert sorted(seen) == list(range(300))  # each once
+    # At most the six in flight and the one waiting for a slot were ever taken from the source.
+    assert most <= 7, most
 
 
 def steps(request: dict[str, Any]) -> tuple[str, int]:

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 from reactgraph import REGISTRY, VARIANTS
 from reactgraph.app import console as out
-from reactgraph.app.engines import ENGINES
+from reactgraph.app.engines import ENGINES, EngineError
 from reactgraph.app.eval.command import add_eval_parser
 from reactgraph.app.options import UsageError
 from reactgraph.app.running import cmd_ask, cmd_batch, cmd_demo, cmd_prune, cmd_resume
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.configure_logging(args.verbose)
     try:
         return args.handler(args)
-    except (UsageError, DatabaseError, ThreadBusy) as error:
+    except (UsageError, DatabaseError, ThreadBusy, EngineError) as error:
         out.fail(str(error))
         return 2
 

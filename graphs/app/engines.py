@@ -16,6 +16,11 @@ Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
 
 
+class EngineError(RuntimeError):
+    """The engine cannot run these jobs (no Ray cluster at the address, a SQLite file on a
+    cluster of several nodes); the message says why and what to do."""
+
+
 @dataclass
 class Flight:
     """How many jobs are in flight now, kept by the engine (for a progress bar)."""

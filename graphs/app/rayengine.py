@@ -25,8 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from reactgraph.app.engines import EngineError
 from reactgraph.app.pool import Job, OpenRunner, failed
-from reactgraph.storage import DatabaseError
 from reactgraph.storage.locks import is_postgres
 
 logger = logging.getLogger(__name__)
@@ -37,10 +37,6 @@ ATTEMPTS = 5
 LOCK_WAIT_S = 120.0
 """How long a job sent again waits for the lock its dead holder's session still has."""
 _PING_AGAIN_S = 1.0
-
-
-class ClusterError(DatabaseError):
-    """The runs' database cannot serve this cluster: a SQLite file, on more than one node."""
 
 
 class Slot:
@@ -119,17 +115,16 @@ class _State:
     again: list[_Sent] = field(default_factory=list)
 
 
-def cluster_workers(ray: Any, jobs: Iterable[Job]) -> int:
-    """The cluster's CPUs, capped by the number of jobs when it is known."""
-    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    return min(cpus, len(jobs)) if hasattr(jobs, "__len__") and len(jobs) else cpus
+def cluster_workers(ray: Any) -> int:
+    """The cluster's CPUs."""
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
 def check_shared(ray: Any, db: str | None) -> None:
-    """``ClusterError`` for a SQLite file on a cluster of more than one node."""
+    """``EngineError`` for a SQLite file on a cluster of more than one node."""
     nodes = [node for node in ray.nodes() if node.get("Alive")]
     if db and not is_postgres(db) and len(nodes) > 1:
-        raise ClusterError(
+        raise EngineError(
             f"the runs cannot be kept in the SQLite file {db} on a Ray cluster of {len(nodes)} "
             "nodes: each node would have a file of its own; pass --db postgresql://..."
         )
@@ -146,8 +141,12 @@ def connected(address: str | None) -> Iterator[Any]:
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
     local = {} if address else {"include_dashboard": False, "_node_ip_address": "127.0.0.1"}
-    # Actors' output stays in the nodes' logs: this process's stdout is the command's.
-    ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, **local)
+    try:
+        # Actors' output stays in the nodes' logs: this process's stdout is the command's.
+        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, **local)
+    except Exception as error:  # Ray raises plain Exceptions here (a start-up that timed out)
+        where = f"reach the Ray cluster at {address}" if address else "start a local Ray"
+        raise EngineError(f"cannot {where}: {error}") from None
     try:
         yield ray
     finally:
@@ -164,7 +163,8 @@ def run_ray(
     db: str | None = None,
     flight: Any = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run ``jobs`` on ``workers`` actors (default: the cluster's CPUs, capped by the jobs),
+    """Run ``jobs`` on ``workers`` actors (default: the cluster's CPUs; capped by the jobs when
+    they are a sequence),
     ``concurrency`` in flight in all; yield each result as its run ends. ``db`` is where the
     runner keeps its runs, checked against the cluster; ``flight.running`` is kept at the number
     of jobs in flight, for a progress bar."""
@@ -177,7 +177,9 @@ def run_ray(
         return
     with connected(address) as ray:
         check_shared(ray, db)
-        count = workers or cluster_workers(ray, jobs)
+        count = workers or cluster_workers(ray)
+        if hasattr(jobs, "__len__"):
+            count = min(count, len(jobs))  # type: ignore[arg-type]
         slots = max(1, math.ceil(concurrency / count))
         state = _State([_Actor(a) for a in _spawn(ray, open_runner, count, slots)], slots)
         try:

@@ -1,0 +1,95 @@
+"""The two engines of ``reactgraph batch`` side by side on one machine: the worker-process pool
+(``--engine local``) and Ray on one node (``--engine ray``, a local Ray started for the run).
+
+The same command, questions and server through both: questions per second with an instant
+server, start-up seconds (a batch of one question), the peak memory of every process of the
+command (Ray's own daemons and actors included), and, with the server's latency, the wall time
+of 1,000 questions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from batch import peak_rss
+from common import local_server, mb, table
+
+QUESTIONS = int(os.environ.get("BENCH_ENGINE_QUESTIONS", "200"))
+SLOW_QUESTIONS = int(os.environ.get("BENCH_ENGINE_SLOW_QUESTIONS", "1000"))
+LATENCY_S, TURNS, WORKERS, CONCURRENCY = 0.2, 4, 2, 32
+
+
+def ray_env(folder: Path) -> dict[str, str]:
+    """Loopback-only nodes; and, as in the tests, rfc3987-syntax (a Jupyter dependency of the
+    dev extra) kept out of Ray's processes, whose every start would compile its grammar."""
+    stub = folder / "stub" / "rfc3987_syntax"
+    stub.mkdir(parents=True, exist_ok=True)
+    (stub / "__init__.py").write_text("raise ImportError\n")
+    return {
+        **os.environ,
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        "PYTHONPATH": str(stub.parent),
+    }
+
+
+def run(folder: Path, url: str, engine: str, questions: int) -> dict[str, float]:
+    """One batch through ``engine``: its wall time and the sum of its processes' peak RSS."""
+    name = f"{engine}-{questions}-{time.monotonic_ns()}"
+    source = folder / f"{name}.jsonl"
+    lines = (json.dumps({"id": i, "question": f"Question {i}?"}) for i in range(questions))
+    source.write_text("\n".join(lines) + "\n")
+    reactgraph = str(Path(sys.executable).with_name("reactgraph"))
+    command = [
+        reactgraph, "batch", str(source), "--out", str(folder / f"{name}.out"),
+        "--db", str(folder / f"{name}.sqlite"), "--engine", engine, "--workers", str(WORKERS),
+        "--concurrency", str(CONCURRENCY), "--base-url", url, "--timeout", "120",
+    ]  # fmt: skip
+    peaks: dict[int, int] = {}
+    done = threading.Event()
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ray_env(folder)
+    )
+    watcher = threading.Thread(target=peak_rss, args=(process.pid, peaks, done))
+    watcher.start()
+    _, errors = process.communicate()
+    wall = time.perf_counter() - started
+    done.set()
+    watcher.join()
+    assert process.returncode == 0, errors.decode()[-2000:]
+    return {"wall": wall, "rss": sum(peaks.values()), "processes": len(peaks)}
+
+
+def bench_engines(repeats: int) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        with local_server(0.0, TURNS) as url:
+            for engine in ("local", "ray"):
+                start = min(run(folder, url, engine, 1)["wall"] for _ in range(repeats))
+                got = run(folder, url, engine, QUESTIONS)
+                rows.append([engine, start, got])
+        with local_server(LATENCY_S, TURNS) as url:
+            for row in rows:
+                row.append(run(folder, url, row[0], SLOW_QUESTIONS)["wall"])
+    print(
+        f"## `reactgraph batch --engine local|ray`: `--workers {WORKERS} --concurrency "
+        f"{CONCURRENCY}`, {TURNS} turns a question, ChatOpenAI to the local server\n"
+    )
+    table(
+        ("engine", "start-up (s, 1 question)", f"questions/s ({QUESTIONS}, no latency)",
+         "peak RSS, all processes", "processes",
+         f"wall (s), {SLOW_QUESTIONS:,} questions at {LATENCY_S * 1000:.0f} ms a call"),
+        [(engine, f"{start:.1f}", f"{QUESTIONS / got['wall']:.1f}", mb(got["rss"]),
+          got["processes"], f"{slow:.0f}") for engine, start, got, slow in rows],
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    bench_engines(1)
