@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from batch import peak_rss
-from common import local_server, mb, table
+from common import local_server, mb
 
 QUESTIONS = int(os.environ.get("BENCH_ENGINE_QUESTIONS", "200"))
 SLOW_QUESTIONS = int(os.environ.get("BENCH_ENGINE_SLOW_QUESTIONS", "1000"))
@@ -67,28 +67,33 @@ def run(folder: Path, url: str, engine: str, questions: int) -> dict[str, float]
 
 
 def bench_engines(repeats: int) -> None:
-    rows = []
-    with tempfile.TemporaryDirectory() as name:
-        folder = Path(name)
-        with local_server(0.0, TURNS) as url:
-            for engine in ("local", "ray"):
-                start = min(run(folder, url, engine, 1)["wall"] for _ in range(repeats))
-                got = run(folder, url, engine, QUESTIONS)
-                rows.append([engine, start, got])
-        with local_server(LATENCY_S, TURNS) as url:
-            for row in rows:
-                row.append(run(folder, url, row[0], SLOW_QUESTIONS)["wall"])
     print(
         f"## `reactgraph batch --engine local|ray`: `--workers {WORKERS} --concurrency "
         f"{CONCURRENCY}`, {TURNS} turns a question, ChatOpenAI to the local server\n"
     )
-    table(
-        ("engine", "start-up (s, 1 question)", f"questions/s ({QUESTIONS}, no latency)",
-         "peak RSS, all processes", "processes",
-         f"wall (s), {SLOW_QUESTIONS:,} questions at {LATENCY_S * 1000:.0f} ms a call"),
-        [(engine, f"{start:.1f}", f"{QUESTIONS / got['wall']:.1f}", mb(got["rss"]),
-          got["processes"], f"{slow:.0f}") for engine, start, got, slow in rows],
+    header = (
+        "engine", "start-up (s, 1 question)", f"questions/s ({QUESTIONS}, no latency)",
+        "peak RSS, all processes", "processes",
+        f"wall (s), {SLOW_QUESTIONS:,} questions at {LATENCY_S * 1000:.0f} ms a call",
     )  # fmt: skip
+    print("| " + " | ".join(header) + " |\n|" + " --- |" * len(header), flush=True)
+    with (
+        tempfile.TemporaryDirectory() as name,
+        local_server(0.0, TURNS) as url,
+        local_server(LATENCY_S, TURNS) as slow_url,
+    ):
+        folder = Path(name)
+        for engine in ("local", "ray"):
+            start = min(run(folder, url, engine, 1)["wall"] for _ in range(repeats))
+            got = run(folder, url, engine, QUESTIONS)
+            slow = run(folder, slow_url, engine, SLOW_QUESTIONS)["wall"]
+            # A row as soon as it is measured: the header above is the table's.
+            print(
+                f"| {engine} | {start:.1f} | {QUESTIONS / got['wall']:.1f} | {mb(got['rss'])} "
+                f"| {got['processes']} | {slow:.0f} |",
+                flush=True,
+            )
+    print()
 
 
 if __name__ == "__main__":
