@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
+from reactgraph.nodes.status import status_of
+
 if TYPE_CHECKING:
     from reactgraph.app.engines import Engine
     from reactgraph.app.pool import Job
@@ -60,12 +62,18 @@ def result_of(
 async def run_one(
     graph: CompiledStateGraph, index: int, question: str, thread_id: str
 ) -> BatchResult:
-    """One question on its own thread; a run that raises gives a result with ``error`` set."""
+    """One question on its own thread; a run that raises gives a result with ``error`` set.
+    A thread a killed run of this same question left interrupted is resumed, not started again
+    (with a checkpointer; ``reactgraph.nodes.status`` decides)."""
     started = time.perf_counter()
+    config = {"configurable": {"thread_id": thread_id}}
     try:
-        out = await graph.ainvoke(
-            {"question": question}, {"configurable": {"thread_id": thread_id}}
-        )
+        payload: dict[str, Any] | None = {"question": question}
+        if graph.checkpointer:
+            state = await graph.aget_state(config)
+            if status_of(state) == "interrupted" and state.values.get("question") == question:
+                payload = None
+        out = await graph.ainvoke(payload, config)
     except Exception as error:
         return result_of(index, question, thread_id, None, time.perf_counter() - started, error)
     return result_of(index, question, thread_id, out, time.perf_counter() - started, None)

@@ -115,3 +115,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if left:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print(f"\ntests left {', '.join(left)} in the checkout {ROOT}")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """Each phase's report on the test item (``rep_call``), so a fixture's teardown can tell
+    whether the test failed (the browser test saves a screenshot then)."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

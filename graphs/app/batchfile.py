@@ -1,12 +1,13 @@
 """``reactgraph batch``: questions from a JSONL file, results appended to another as each run
 ends, so an interrupted batch re-run skips what is done and loses nothing already written.
 
-Each question runs on a thread of the database named after the questions file, the variant and
-the question's id, under that thread's lock (``reactgraph.app.runner``), in one of ``workers``
-processes. A re-run skips the questions with a result, resumes a thread a killed worker left half
-done, and reports a finished one without running it again. One process, this one, writes the
-results file, holding a lock on it while it reads and appends: no line is torn or written twice,
-even by two batches on one file."""
+Each question runs on a thread of the database named after the questions file, the variant, the
+question's id and a digest of its text, under that thread's lock (``reactgraph.app.runner``), in one
+of ``workers`` processes. A re-run skips the questions with a result, resumes a thread a killed
+worker left half done, and reports a finished one without running it again. A result line and a
+thread count only for the id with the very text they answered: an edited question runs again.
+One process, this one, writes the results file, holding a lock on it while it reads and
+appends: no line is torn or written twice, even by two batches on one file."""
 
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ from reactgraph.app.jsonl import (
     Skip,
     line_id,
     read_jsonl_lines,
+    refuse_unstorable,
 )
 from reactgraph.app.pool import Job
-from reactgraph.app.results import Results
+from reactgraph.app.results import Results, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
-from reactgraph.nodes.storable import unstorable
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 
@@ -44,6 +45,18 @@ class Question:
     id: Any
     text: str
 
+    def thread(self, prefix: str) -> str:
+        """Its thread: the batch's ``prefix``, a digest of its text, and its key."""
+        return f"{prefix}{hashlib.sha256(self.text.encode()).hexdigest()[:8]}-{self.key}"
+
+    def line(self) -> dict[str, Any]:
+        """What its result line says of it (before the run's outcome)."""
+        return {"id": self.id, "key": self.key, "question": self.text}
+
+
+# A result line answers the question of its key with exactly its text: an edited text is new.
+ANSWERS = keyed_by("question")
+
 
 def _question(value: Any, number: int) -> Question:
     if isinstance(value, BadLine):
@@ -52,9 +65,7 @@ def _question(value: Any, number: int) -> Question:
     text = entry.get("question") if isinstance(entry, dict) else None
     if not isinstance(text, str) or not text.strip():
         raise Skip('needs a non-empty "question" string')
-    problem = unstorable(text)
-    if problem is not None:
-        raise Skip(f"the question cannot be stored: it holds a {problem}")
+    refuse_unstorable("question", text)
     given = entry.get("id", f"line-{number}")
     return Question(number, line_id(entry, number), given, text)
 
@@ -67,7 +78,10 @@ def read_questions(
     questions: list[Question] = []
     problems: list[str] = []
     for item in each_question(path, max_line_bytes):
-        (questions if isinstance(item, Question) else problems).append(item)  # type: ignore[arg-type]
+        if isinstance(item, Question):
+            questions.append(item)
+        else:
+            problems.append(item)
     return questions, problems
 
 
@@ -104,14 +118,14 @@ def run_file(
 ) -> int:
     """Run the file's questions not done yet: 0 when each has a result, 1 when a run failed,
     2 for an unusable file or a question another process is running. ``engine`` runs them
-    (``reactgraph.app.engines``). The file is read twice, a line at a time, never held whole: once
-    to check it, then as the questions are handed out."""
+    (``reactgraph.app.engines``). The file is read twice, a line at a time, never held whole:
+    once to check it, then as the questions are handed out."""
     try:
-        keys, problems = _survey(questions_path)
+        answers, problems = _survey(questions_path)
     except ValueError as error:
         out.fail(str(error))
         return 2
-    if not keys:
+    if not answers:
         more = f" (and {len(problems) - 1} more bad lines)" if len(problems) > 1 else ""
         why = f": {problems[0]}{more}" if problems else " (it has no lines)"
         out.fail(f"no question to run in {questions_path}{why}")
@@ -119,22 +133,22 @@ def run_file(
     for problem in problems:
         out.warn(problem)
     try:
-        results = Results(out_path)
+        results = Results(out_path, identity=ANSWERS)
     except OSError as error:
         out.fail(f"cannot write the results to {out_path}: {error.strerror or error}")
         return 2
     try:
         results.refresh(report=True)
-        total = sum(1 for key in keys if key not in results.done)
-        if total < len(keys):
+        total = sum(1 for answer in answers if answer not in results.done)
+        if total < len(answers):
             out.console.print(
-                f"[dim]{len(keys) - total} question(s) already done in {out_path}; skipped[/dim]"
+                f"[dim]{len(answers) - total} question(s) already done in {out_path}; skipped[/dim]"
             )
-        del keys
+        del answers
         todo = (
             q
             for q in each_question(questions_path)
-            if isinstance(q, Question) and q.key not in results.done
+            if isinstance(q, Question) and ANSWERS(q.line()) not in results.done
         )
         run = _Run(recipe, results, questions_path)
         outcomes = run.all(todo, total, workers, concurrency, engine, address)
@@ -145,16 +159,16 @@ def run_file(
     return 1 if "failed" in outcomes else 0
 
 
-def _survey(path: str) -> tuple[set[str], list[str]]:
-    """The keys of the file's good questions, and its bad lines' problems."""
-    keys: set[str] = set()
+def _survey(path: str) -> tuple[set[Any], list[str]]:
+    """What each good question's result line would be known by, and the bad lines' problems."""
+    answers: set[Any] = set()
     problems: list[str] = []
     for item in each_question(path):
         if isinstance(item, Question):
-            keys.add(item.key)
+            answers.add(ANSWERS(item.line()))
         else:
             problems.append(item)
-    return keys, problems
+    return answers, problems
 
 
 @dataclass
@@ -181,7 +195,7 @@ class _Run:
         def jobs() -> Iterator[Job]:
             for index, question in enumerate(todo):
                 pending[index] = question
-                yield Job(index, question.text, prefix + question.key)
+                yield Job(index, question.text, question.thread(prefix))
 
         runner = functools.partial(open_runner, self.recipe)
         flight = Flight()
@@ -208,9 +222,7 @@ class _Run:
             out.fail(f"{self.source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
             return "busy"
         line = {
-            "id": question.id,
-            "key": question.key,
-            "question": question.text,
+            **question.line(),
             **{k: v for k, v in result.items() if k not in ("index", "question")},
         }
         if not self.results.record(line):

@@ -98,9 +98,15 @@ Call = Callable[..., Awaitable[tuple[Any, Any]]]
 
 
 def wrap(
-    tool: BaseTool, server: str, where: str, call_timeout: float | None, call: Call | None = None
+    tool: BaseTool,
+    server: str,
+    where: str,
+    call_timeout: float | None,
+    call: Call | None = None,
+    name: str | None = None,
 ) -> MCPTool:
-    """Our tool around the adapters' ``tool``; ``call`` runs it (default: its coroutine)."""
+    """Our tool around the adapters' ``tool``, named ``name`` (default: the tool's own);
+    ``call`` runs it (default: its coroutine), by the name the server gave it."""
     call = call or getattr(tool, "coroutine", None)
     if call is None:  # pragma: no cover - the adapters' tools are all async
         raise TypeError(f"{tool.name} from MCP server {server!r} has no coroutine")
@@ -139,7 +145,7 @@ def wrap(
         return run_sync(lambda: acall(**arguments))
 
     return MCPTool(
-        name=tool.name,
+        name=name or tool.name,
         description=tool.description,
         args_schema=tool.args_schema,
         func=run,
