@@ -33,7 +33,9 @@ def slow(name: str) -> str:
 
 globals().update(
     {
-        name: build_graph(name, model=_model(), tools=[*search_tools(), calculator, slow])
+        name: build_graph(
+            name, model=_model(), tools=[*search_tools(), calculator, slow], tool_timeout=120
+        )
         for name in VARIANTS
     }
 )

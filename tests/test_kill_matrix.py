@@ -10,6 +10,7 @@ read and resume the thread with fresh connections."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -148,7 +149,7 @@ SCRIPT = textwrap.dedent(
     assert code == 0, code
     print(json.dumps({"plain": plain}), flush=True)
     for k in range(1, plain["writes"] + 1):
-        thread = f"{prefix}k{k}"
+        thread = f"{prefix}k{k:02d}"
         kill_at[0] = k
         killed, _ = in_child(lambda: run(thread))
         kill_at[0] = 0
@@ -174,6 +175,7 @@ def test_a_kill_after_any_stored_write_resumes_to_the_same_end(
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "COLUMNS": "400"},  # `threads` prints whole thread names
     )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

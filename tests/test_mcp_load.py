@@ -119,6 +119,9 @@ def test_a_server_that_never_answers_the_handshake_times_out_and_is_stopped() ->
     assert wait_gone(tag) == []
 
 
+START_BOUND = 300.0
+
+
 def _tools(*names: str) -> list[Any]:
     from langchain_core.tools import StructuredTool
 
@@ -131,11 +134,15 @@ def test_tool_names_no_reply_can_write_are_mended_and_still_called(run: Any) -> 
     from tests.mcp_servers import ODD_NAMES
 
     servers = {"odd": stdio(mode="odd")}
-    assert {tool.name for tool in load_mcp_tools(servers)} == set(ODD_NAMES.values())
-    with MCPSessions(servers) as kept:  # a session per call starts a server per call: slow
+    # A start bound for a loaded machine: a stdio server's start is seconds of imports.
+    loaded = load_mcp_tools(servers, timeout=START_BOUND)
+    assert {tool.name for tool in loaded} == set(ODD_NAMES.values())
+    # Kept sessions: a session per call would start a server per call.
+    with MCPSessions(servers, timeout=START_BOUND, call_timeout=START_BOUND) as kept:
         assert {tool.name for tool in kept} == set(ODD_NAMES.values())
         model = fake_model(action("my_tool", "hi"), action("new_line", "abc"), answer("done"))
-        out = run(build_graph("transcript", model=model, tools=kept), {"question": "q"})
+        graph = build_graph("transcript", model=model, tools=kept, tool_timeout=START_BOUND)
+        out = run(graph, {"question": "q"})
     assert [t["observation"] for t in out["turns"][:2]] == ["HI", "cba"]
     assert "my_tool" in model.prompts[0] and "my tool" not in model.prompts[0]
 
