@@ -8,9 +8,10 @@ import importlib.util
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from reactgraph.app.pool import Job, OpenRunner, default_workers, run_parallel
+if TYPE_CHECKING:  # the pool is loaded when it runs: the command line's parser needs only ENGINES
+    from reactgraph.app.pool import Job, OpenRunner
 
 Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
@@ -67,6 +68,8 @@ def run_jobs(
             db=db,
             flight=flight,
         )
+    from reactgraph.app.pool import run_parallel
+
     listed = jobs if isinstance(jobs, Sequence) else list(jobs)
     results = run_parallel(open_runner, listed, workers=workers, concurrency=concurrency)
     return results if flight is None else _counted(results, listed, workers, concurrency, flight)
@@ -81,6 +84,8 @@ def _counted(
 ) -> Iterator[dict[str, Any]]:
     """The pool's results, with its jobs in flight: each worker asks for a job whenever a slot
     of its own is free, so every slot holds one while any job waits."""
+    from reactgraph.app.pool import default_workers
+
     count = max(1, min(workers or default_workers(len(jobs)), len(jobs)))
     slots = count * math.ceil(concurrency / count)
     left = len(jobs)
