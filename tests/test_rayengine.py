@@ -223,17 +223,22 @@ def test_a_two_node_batch_loses_a_node_and_still_answers_each_question_once(
         target=lambda: outcome.update(code=run_file(recipe, str(questions), str(out), engine="ray"))
     )
     batch.start()
-    # Kill the second node once a dozen questions are answered: its actor holds runs mid-way.
+
+    # Kill the second node once a dozen questions are answered and both nodes have answered
+    # some (an actor on a busy machine can take a while to start): its actor holds runs
+    # mid-way.
+    def nodes_so_far() -> set[str]:
+        found = (re.search(r"ran on node (\w+)", r.getMessage()) for r in caplog.records)
+        return {match.group(1) for match in found if match}
+
     deadline = time.monotonic() + 600
-    while (not out.exists() or len(lines_of(out)) < 12) and time.monotonic() < deadline:
-        assert batch.is_alive() or out.exists(), "the batch ended before the kill"
+    while time.monotonic() < deadline and batch.is_alive():
+        if out.exists() and len(lines_of(out)) >= 12 and len(nodes_so_far()) == 2:
+            break
         time.sleep(0.2)
+    assert batch.is_alive(), "the batch ended before the kill"
     second = next(iter(cluster.worker_nodes))
-    nodes_before = {
-        re.search(r"node (\w+)", r.getMessage()).group(1)
-        for r in caplog.records
-        if "ran on node" in r.getMessage()
-    }  # type: ignore[union-attr]
+    nodes_before = nodes_so_far()
     calls_at_kill = len(openai_server.requests)
     cluster.remove_node(second, allow_graceful=False)
     batch.join(600)
