@@ -13,7 +13,8 @@ this run on this machine; nothing here is a test. Sections:
 - ``concurrency``: 100 runs at once over HTTP, in one process and in worker processes;
 - ``batch``: ``reactgraph batch --workers 2`` on 1,000 questions of 40 turns, and pruning;
 - ``startup``: each command's start-up against ``python -c pass`` and
-  ``python -c "import langgraph.graph"``.
+  ``python -c "import langgraph.graph"``;
+- ``engines``: the same batch through the process pool and through Ray on one node.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable
 
 from batch import bench_batch
 from concurrency import bench_concurrency
+from engines import bench_engines
 from history import bench as bench_history
 from killbatch import bench_killbatch
 from listing import bench_listing
@@ -43,6 +45,7 @@ SECTIONS: dict[str, Callable[[int], None]] = {
     "startup": bench_startup,
     "killbatch": bench_killbatch,
     "listing": bench_listing,
+    "engines": bench_engines,
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import threading
@@ -476,3 +477,16 @@ def dying_graph() -> Any:
         return "Final Answer: ok"
 
     return build_graph("transcript", model=ScriptedChatModel(replies=[reply] * 100), tools=[])
+
+
+@contextlib.asynccontextmanager
+async def echo_runner() -> Any:
+    """An ``OpenRunner`` (for the engines) whose jobs answer with their own question, after a
+    pause of ``pause=S`` in the question when it has one: no graph, no database."""
+
+    async def run(job: Any) -> dict[str, Any]:
+        pause = re.search(r"pause=([0-9.]+)", job.question)
+        await asyncio.sleep(float(pause.group(1)) if pause else 0)
+        return {"index": job.index, "thread_id": job.thread_id, "answer": job.question}
+
+    yield run

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from reactgraph.app import console as out
+from reactgraph.app.engines import Engine, Flight, run_jobs
 from reactgraph.app.jsonl import (
     MAX_LINE_BYTES,
     BadLine,
@@ -26,7 +28,7 @@ from reactgraph.app.jsonl import (
     read_jsonl_lines,
     refuse_unstorable,
 )
-from reactgraph.app.pool import Job, run_parallel
+from reactgraph.app.pool import Job
 from reactgraph.app.results import Results, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
 
@@ -75,6 +77,16 @@ def read_questions(
     object ``{"question": ..., "id"?: ...}`` or a JSON string. ValueError if unreadable."""
     questions: list[Question] = []
     problems: list[str] = []
+    for item in each_question(path, max_line_bytes):
+        if isinstance(item, Question):
+            questions.append(item)
+        else:
+            problems.append(item)
+    return questions, problems
+
+
+def each_question(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Question | str]:
+    """``read_questions`` one line at a time: each good question, or a bad line's problem."""
     seen: set[str] = set()
     for number, value in read_jsonl_lines(path, max_line_bytes):
         try:
@@ -82,11 +94,10 @@ def read_questions(
             if question.key in seen:
                 raise Skip(f"duplicate id {question.key}")
         except Skip as skip:
-            problems.append(f"{path}:{number}: {skip}; skipped")
+            yield f"{path}:{number}: {skip}; skipped"
             continue
         seen.add(question.key)
-        questions.append(question)
-    return questions, problems
+        yield question
 
 
 def thread_prefix(questions_path: str, variant: str) -> str:
@@ -102,15 +113,19 @@ def run_file(
     *,
     workers: int | None = None,
     concurrency: int = 8,
+    engine: Engine = "local",
+    address: str | None = None,
 ) -> int:
     """Run the file's questions not done yet: 0 when each has a result, 1 when a run failed,
-    2 for an unusable file or a question another process is running."""
+    2 for an unusable file or a question another process is running. ``engine`` runs them
+    (``reactgraph.app.engines``). The file is read twice, a line at a time, never held whole:
+    once to check it, then as the questions are handed out."""
     try:
-        questions, problems = read_questions(questions_path)
+        answers, problems = _survey(questions_path)
     except ValueError as error:
         out.fail(str(error))
         return 2
-    if not questions:
+    if not answers:
         more = f" (and {len(problems) - 1} more bad lines)" if len(problems) > 1 else ""
         why = f": {problems[0]}{more}" if problems else " (it has no lines)"
         out.fail(f"no question to run in {questions_path}{why}")
@@ -124,15 +139,19 @@ def run_file(
         return 2
     try:
         results.refresh(report=True)
-        todo = [q for q in questions if ANSWERS(q.line()) not in results.done]
-        if len(todo) < len(questions):
+        total = sum(1 for answer in answers if answer not in results.done)
+        if total < len(answers):
             out.console.print(
-                f"[dim]{len(questions) - len(todo)} question(s) already done in "
-                f"{out_path}; skipped[/dim]"
+                f"[dim]{len(answers) - total} question(s) already done in {out_path}; skipped[/dim]"
             )
-        prefix = thread_prefix(questions_path, recipe.variant)
-        jobs = [Job(i, q.text, q.thread(prefix)) for i, q in enumerate(todo)]
-        outcomes = _run(recipe, jobs, todo, results, questions_path, workers, concurrency)
+        del answers
+        todo = (
+            q
+            for q in each_question(questions_path)
+            if isinstance(q, Question) and ANSWERS(q.line()) not in results.done
+        )
+        run = _Run(recipe, results, questions_path)
+        outcomes = run.all(todo, total, workers, concurrency, engine, address)
     finally:
         results.close()
     if "busy" in outcomes:
@@ -140,33 +159,72 @@ def run_file(
     return 1 if "failed" in outcomes else 0
 
 
-def _run(
-    recipe: Recipe,
-    jobs: list[Job],
-    todo: list[Question],
-    results: Results,
-    source: str,
-    workers: int | None,
-    concurrency: int,
-) -> list[Outcome]:
-    outcomes: list[Outcome] = []
-    runner = functools.partial(open_runner, recipe)
-    with out.progress() as bar:
-        task = bar.add_task("questions", total=len(jobs))
-        for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
-            question = todo[result["index"]]
-            error = result.get("error") or ""
-            if error.startswith("ThreadBusy"):
-                out.fail(f"{source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
-                outcomes.append("busy")
-            elif not results.record(
-                {
-                    **question.line(),
-                    **{k: v for k, v in result.items() if k not in ("index", "question")},
-                }
+def _survey(path: str) -> tuple[set[Any], list[str]]:
+    """What each good question's result line would be known by, and the bad lines' problems."""
+    answers: set[Any] = set()
+    problems: list[str] = []
+    for item in each_question(path):
+        if isinstance(item, Question):
+            answers.add(ANSWERS(item.line()))
+        else:
+            problems.append(item)
+    return answers, problems
+
+
+@dataclass
+class _Run:
+    """A batch under way: the questions in flight (and only those) by their job's index."""
+
+    recipe: Recipe
+    results: Results
+    source: str
+
+    def all(
+        self,
+        todo: Iterator[Question],
+        total: int,
+        workers: int | None,
+        concurrency: int,
+        engine: Engine,
+        address: str | None,
+    ) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        pending: dict[int, Question] = {}
+        prefix = thread_prefix(self.source, self.recipe.variant)
+
+        def jobs() -> Iterator[Job]:
+            for index, question in enumerate(todo):
+                pending[index] = question
+                yield Job(index, question.text, question.thread(prefix))
+
+        runner = functools.partial(open_runner, self.recipe)
+        flight = Flight()
+        with out.progress(flight) as bar:
+            task = bar.add_task("questions", total=total, failed=0)
+            for result in run_jobs(
+                runner,
+                jobs(),
+                workers=workers,
+                concurrency=concurrency,
+                engine=engine,
+                address=address,
+                db=self.recipe.db,
+                flight=flight,
             ):
-                outcomes.append("done")
-            else:
-                outcomes.append("failed" if error else "ran")
-            bar.advance(task)
-    return outcomes
+                outcomes.append(self.one(pending.pop(result["index"]), result))
+                failures = sum(o in ("failed", "busy") for o in outcomes)
+                bar.update(task, advance=1, failed=failures)
+        return outcomes
+
+    def one(self, question: Question, result: dict[str, Any]) -> Outcome:
+        error = result.get("error") or ""
+        if error.startswith("ThreadBusy"):
+            out.fail(f"{self.source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
+            return "busy"
+        line = {
+            **question.line(),
+            **{k: v for k, v in result.items() if k not in ("index", "question")},
+        }
+        if not self.results.record(line):
+            return "done"
+        return "failed" if error else "ran"

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from reactgraph.app.engines import ENGINES
 from reactgraph.app.eval.parser import add_eval_parser
 from reactgraph.app.flags import UsageError, add_setting_flags
 from reactgraph.models import DEFAULT_TIMEOUT_S
@@ -140,6 +141,19 @@ def make_parser() -> Parser:
         type=positive_int,
         help="worker processes (default: the cores, capped by the questions)",
     )
+    many.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="where the runs go: worker processes on this machine, or a Ray cluster's actors "
+        "(pip install 'reactgraph[ray]'; --workers then counts actors)",
+    )
+    many.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="the Ray cluster for --engine ray (default: RAY_ADDRESS, else a local Ray started "
+        "for this run and stopped after it)",
+    )
     ask = commands.add_parser("ask", parents=[one, run, db, timeout], help="answer a question")
     ask.add_argument("question", help="the question")
     ask.add_argument("--thread", help="thread id (default: a new one)")
@@ -196,12 +210,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     args = make_parser().parse_args(argv)
     from reactgraph.app import console as out
+    from reactgraph.app.engines import EngineError
     from reactgraph.storage.database import DatabaseError, ThreadBusy
 
     out.configure_logging(args.verbose)
     try:
         return command(args.handler)(args)
-    except (UsageError, DatabaseError, ThreadBusy) as error:
+    except (UsageError, DatabaseError, ThreadBusy, EngineError) as error:
         out.fail(str(error))
         return 2
 

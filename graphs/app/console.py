@@ -8,7 +8,14 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -163,12 +170,28 @@ def configure_logging(verbose: bool) -> None:
     logging.getLogger("psycopg").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
-def progress() -> Progress:
-    """The batch command's progress bar."""
-    return Progress(
+class FlightColumn(ProgressColumn):
+    """How many runs are in flight now (read from the engine's ``Flight`` at each refresh), and
+    how many have failed (the task's ``failed`` field)."""
+
+    def __init__(self, flight: Any) -> None:
+        super().__init__()
+        self.flight = flight
+
+    def render(self, task: Task) -> Text:
+        failed = task.fields.get("failed", 0)
+        style = "red" if failed else "dim"
+        return Text(f"{self.flight.running} in flight, {failed} failed", style=style)
+
+
+def progress(flight: Any = None) -> Progress:
+    """The batch command's progress bar: done of all, and with the engine's ``flight`` the runs
+    in flight and failed."""
+    columns: list[Any] = [
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
+    ]
+    if flight is not None:
+        columns.append(FlightColumn(flight))
+    return Progress(*columns, TimeElapsedColumn(), console=console)

@@ -11,6 +11,7 @@ from typing import Any
 
 from reactgraph import build_graph
 from reactgraph.app import console as out
+from reactgraph.app.engines import check_engine
 from reactgraph.app.options import (
     DB_FAULTS,
     UsageError,
@@ -161,10 +162,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     from reactgraph.app.batchfile import run_file
 
+    engine = engine_from(args)
     recipe = recipe_from(args)
     return run_file(
-        recipe, args.questions, args.out, workers=args.workers, concurrency=args.concurrency
+        recipe,
+        args.questions,
+        args.out,
+        workers=args.workers,
+        concurrency=args.concurrency,
+        **engine,
     )
+
+
+def engine_from(args: argparse.Namespace) -> dict[str, Any]:
+    """``--engine`` and ``--ray-address`` as ``run_jobs`` takes them, checked."""
+    try:
+        check_engine(args.engine, args.ray_address)
+    except ValueError:
+        raise UsageError("--ray-address is for --engine ray") from None
+    except ImportError:
+        raise UsageError("--engine ray needs Ray: pip install 'reactgraph[ray]'") from None
+    return {"engine": args.engine, "address": args.ray_address}
 
 
 def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> Recipe:

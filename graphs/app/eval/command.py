@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from reactgraph.app import console as out
+from reactgraph.app.engines import Flight
 from reactgraph.app.eval.inputs import Item, bundled_questions, read_questions
 from reactgraph.app.eval.report import write_report
 from reactgraph.app.eval.run import DATABASE, read_results, run_eval
 from reactgraph.app.options import UsageError, make_model
-from reactgraph.app.running import recipe_from
+from reactgraph.app.running import engine_from, recipe_from
 from reactgraph.variants import REGISTRY, VARIANTS
 
 
@@ -59,6 +60,7 @@ def source_of(args: argparse.Namespace) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     variants = chosen_variants(args.variants)
+    engine = engine_from(args)
     items = items_from(args)
     folder = Path(args.out)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
@@ -67,8 +69,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # A setting applies to the chosen variants that take it (one of them at least).
     recipe = recipe_from(args, variants)
     started = time.perf_counter()
-    with out.progress() as bar:
-        task = bar.add_task("pairs", total=None)
+    flight = Flight()
+    with out.progress(flight) as bar:
+        task = bar.add_task("pairs", total=None, failed=0)
 
         def on_start(todo: int, done: int) -> None:
             if done:
@@ -76,7 +79,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             bar.update(task, total=todo)
 
         try:
-            for _ in run_eval(
+            failures = 0
+            for line in run_eval(
                 recipe,
                 items,
                 variants,
@@ -85,8 +89,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency,
                 on_start=on_start,
                 source=source_of(args),
+                flight=flight,
+                **engine,
             ):
-                bar.advance(task)
+                failures += bool(line.get("error"))
+                bar.update(task, advance=1, failed=failures)
         except KeyboardInterrupt:
             out.errors.print("\nInterrupted: finished pairs are kept; run the same command again")
             return 130

@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from reactgraph.app.engines import Engine, Flight, run_jobs
 from reactgraph.app.eval.inputs import Item
 from reactgraph.app.eval.score import score_answer
-from reactgraph.app.pool import Job, run_parallel
+from reactgraph.app.pool import Job
 from reactgraph.app.results import Results, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
 
@@ -96,13 +97,18 @@ def run_eval(
     concurrency: int = 8,
     on_start: Callable[[int, int], None] | None = None,
     source: str = "",
+    engine: Engine = "local",
+    address: str | None = None,
+    flight: Flight | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run the pairs not done yet; yield each scored result line as it is appended to
     ``folder/results.jsonl``. ``recipe.db`` defaults to ``folder/runs.sqlite``, so every pair's
     run can be read with ``reactgraph show THREAD --db ...``. ``on_start(todo, done)`` is told
     how many pairs will run and how many are done already. ``source`` names the question set
     (``reactgraph eval`` gives the file's absolute path, or ``bundled``): two sets never share
-    a thread or a result line, even with the same ids and the same ``--db``."""
+    a thread or a result line, even with the same ids and the same ``--db``. ``engine`` (and
+    ``address``) say where the runs go (``reactgraph.app.engines``); ``flight`` counts those in
+    flight."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if not recipe.db:
@@ -115,7 +121,16 @@ def run_eval(
             on_start(len(jobs), len(items) * len(variants) - len(jobs))
         by_id = {item.id: item for item in items}
         runner = functools.partial(open_runner, recipe)
-        for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
+        for result in run_jobs(
+            runner,
+            jobs,
+            workers=workers,
+            concurrency=concurrency,
+            engine=engine,
+            address=address,
+            db=recipe.db,
+            flight=flight,
+        ):
             extra = jobs[result["index"]].extra
             line = scored(by_id[extra["item"]], extra["variant"], result, source)
             if results.record(line):
