@@ -11,7 +11,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test test-quick test-browser test-real-model bench bench-real-model drawings format notebooks
+.PHONY: demo test test-quick test-browser test-cluster test-real-model bench bench-real-model drawings format notebooks
 
 # The real-model tests: llama-cpp-python's server from the prebuilt wheel in ../shared/wheels/
 # (built from the PyPI sdist 0.3.36 with GGML_NATIVE=OFF), else built from source (slow: a C++
@@ -32,12 +32,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(PYTHON) -m pytest -m "not browser"
+	$(PYTHON) -m pytest -m "not browser and not cluster"
 
 # Agent Chat UI in headless Chromium against `langgraph dev` (needs chromium and npm; a few
 # minutes, most of it compiling the client's page).
 test-browser: $(STAMP)
 	$(PYTHON) -m pytest -m browser
+
+# The two-node Ray cluster losing a node mid-batch (not yet dependable on a loaded machine).
+test-cluster: $(STAMP)
+	$(PYTHON) -m pytest -m cluster
 
 # The inner loop while coding: everything but the subprocess, server and fault tests.
 test-quick: $(STAMP)

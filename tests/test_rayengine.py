@@ -183,6 +183,7 @@ def steps(request: dict[str, Any]) -> tuple[str, int]:
     return question, done
 
 
+@pytest.mark.cluster
 def test_a_two_node_batch_loses_a_node_and_still_answers_each_question_once(
     cluster: Any,
     openai_server: FakeOpenAIServer,
