@@ -1,4 +1,7 @@
-"""The ``reactgraph`` command line: ask, resume, show, threads, batch, eval, prune, graph, demo."""
+"""The ``reactgraph`` command line: ask, resume, show, threads, batch, eval, prune, graph, demo.
+
+Only the standard library loads before ``main`` starts the Ctrl-C guard (``interrupts``): the
+commands, and LangChain under them, load inside it."""
 
 from __future__ import annotations
 
@@ -9,14 +12,8 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
-from reactgraph import REGISTRY, VARIANTS
-from reactgraph.app import console as out
-from reactgraph.app.eval.command import add_eval_parser
-from reactgraph.app.options import UsageError
-from reactgraph.app.running import cmd_ask, cmd_batch, cmd_demo, cmd_prune, cmd_resume
-from reactgraph.app.viewing import cmd_graph, cmd_show, cmd_threads
+from reactgraph.app import interrupts
 from reactgraph.models import DEFAULT_TIMEOUT_S
-from reactgraph.storage.database import DEFAULT_DB, DatabaseError, ThreadBusy
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -38,6 +35,8 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        from reactgraph.app import console as out
+
         out.fail(message)
         sys.exit(2)
 
@@ -74,6 +73,12 @@ def positive_float(text: str) -> float:
 
 def make_parser() -> Parser:
     """The argument parser, one sub-command each."""
+    from reactgraph import REGISTRY, VARIANTS
+    from reactgraph.app.eval.command import add_eval_parser
+    from reactgraph.app.running import cmd_ask, cmd_batch, cmd_demo, cmd_prune, cmd_resume
+    from reactgraph.app.viewing import cmd_graph, cmd_show, cmd_threads
+    from reactgraph.storage.database import DEFAULT_DB
+
     parser = Parser(prog="reactgraph", description=__doc__)
     parser.add_argument("--version", action="version", version=f"reactgraph {package_version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each step (INFO)")
@@ -174,9 +179,21 @@ def make_parser() -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script."""
+    """Entry point of the console script: the command, under the Ctrl-C guard."""
+    return interrupts.run(lambda: command(argv))
+
+
+def command(argv: Sequence[str] | None) -> int:
+    """Parse the arguments and run the command they name."""
+    from reactgraph.app import console as out
+    from reactgraph.app.options import UsageError, interrupted_hint
+    from reactgraph.storage.database import DatabaseError, ThreadBusy
+
     args = make_parser().parse_args(argv)
     out.configure_logging(args.verbose)
+    hint = interrupted_hint(args)
+    if hint is not None:
+        interrupts.stoppable(hint)
     try:
         return args.handler(args)
     except (UsageError, DatabaseError, ThreadBusy) as error:

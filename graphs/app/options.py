@@ -160,3 +160,27 @@ def resume_hint(thread: str, db: str) -> str:
     """The command that continues the thread, from any folder."""
     where = db if is_postgres(db) else os.path.abspath(db)
     return f"reactgraph resume {shlex.quote(thread)} --db {shlex.quote(where)}"
+
+
+def saved_hint(thread: str, db: str) -> str:
+    """What a stopped run says: it is kept, and how to go on with it."""
+    return f"The run is saved; resume it with:\n  {resume_hint(thread, db)}"
+
+
+def interrupted_hint(args: argparse.Namespace) -> str | None:
+    """What Ctrl-C says, once the command is parsed (``reactgraph.app.interrupts``); None for
+    ``ask``, which says it once its thread is recorded."""
+    if args.command == "ask":
+        return None
+    if args.command == "resume":
+        return saved_hint(args.thread, args.db)
+    if args.command == "batch":
+        return (
+            f"Finished questions are kept in {args.out}; "
+            "run the same command again to finish the rest."
+        )
+    if args.command == "eval":
+        return "Finished pairs are kept; run the same command again to finish the rest."
+    if args.command == "prune":
+        return "Threads pruned so far stay pruned; run the same command again for the rest."
+    return "Nothing was changed."

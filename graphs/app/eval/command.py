@@ -72,20 +72,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 out.console.print(f"[dim]{done} pair(s) already done in {folder}; skipped[/dim]")
             bar.update(task, total=todo)
 
-        try:
-            for _ in run_eval(
-                recipe,
-                items,
-                variants,
-                folder,
-                workers=args.workers,
-                concurrency=args.concurrency,
-                on_start=on_start,
-            ):
-                bar.advance(task)
-        except KeyboardInterrupt:
-            out.errors.print("\nInterrupted: finished pairs are kept; run the same command again")
-            return 130
+        # Ctrl-C: "finished pairs are kept" (reactgraph.app.interrupts, options.interrupted_hint)
+        for _ in run_eval(
+            recipe,
+            items,
+            variants,
+            folder,
+            workers=args.workers,
+            concurrency=args.concurrency,
+            on_start=on_start,
+        ):
+            bar.advance(task)
     return report(folder, variants, args.model, time.perf_counter() - started, len(items))
 
 
