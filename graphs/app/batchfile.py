@@ -121,9 +121,16 @@ def run_file(
             )
         prefix = thread_prefix(questions_path, recipe.variant)
         jobs = [Job(i, q.text, prefix + q.key) for i, q in enumerate(todo)]
-        outcomes = _run(recipe, jobs, todo, results, questions_path, workers, concurrency)
+        errors: list[str] = []
+        outcomes = _run(recipe, jobs, todo, results, questions_path, workers, concurrency, errors)
     finally:
         results.close()
+    if errors:  # exit 1 says a run failed: this says which, and why
+        more = f' (the first of {len(errors)}: see their "error" in {out_path})'
+        out.fail(
+            f"{len(errors)} of {len(jobs)} question(s) failed{more if len(errors) > 1 else ''}: "
+            f"{errors[0]}; run the same command again to retry them"
+        )
     if "busy" in outcomes:
         return 2
     return 1 if "failed" in outcomes else 0
@@ -137,6 +144,7 @@ def _run(
     source: str,
     workers: int | None,
     concurrency: int,
+    errors: list[str],
 ) -> list[Outcome]:
     outcomes: list[Outcome] = []
     runner = functools.partial(open_runner, recipe)
@@ -159,5 +167,7 @@ def _run(
                 outcomes.append("done")
             else:
                 outcomes.append("failed" if error else "ran")
+                if error:
+                    errors.append(error.strip().splitlines()[0] if error.strip() else error)
             bar.advance(task)
     return outcomes

@@ -186,7 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def command(argv: Sequence[str] | None) -> int:
     """Parse the arguments and run the command they name."""
     from reactgraph.app import console as out
-    from reactgraph.app.options import UsageError, interrupted_hint
+    from reactgraph.app.options import UsageError, check_text, interrupted_hint
+    from reactgraph.app.results import ResultsUnwritable
     from reactgraph.storage.database import DatabaseError, ThreadBusy
 
     args = make_parser().parse_args(argv)
@@ -195,8 +196,9 @@ def command(argv: Sequence[str] | None) -> int:
     if hint is not None:
         interrupts.stoppable(hint)
     try:
+        check_text(args)
         return args.handler(args)
-    except (UsageError, DatabaseError, ThreadBusy) as error:
+    except (UsageError, DatabaseError, ThreadBusy, ResultsUnwritable) as error:
         out.fail(str(error))
         return 2
 

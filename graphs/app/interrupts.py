@@ -41,6 +41,14 @@ class _State:
 
 
 _state = _State()
+_stopping = threading.Event()
+
+
+def park_if_stopping() -> None:
+    """On a thread of the command: never return once Ctrl-C is ending the process, so that
+    what the stop itself causes (its workers ended) is not reported as a failure."""
+    if _stopping.is_set():
+        threading.Event().wait()
 
 
 def stoppable(hint: str) -> None:
@@ -128,6 +136,7 @@ def _wait(reader: socket.socket) -> None:
 def _stop(hint: str | None) -> None:
     """Say how to go on, end what would outlive the process, and end the process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the way out is not interrupted again
+    _stopping.set()
     text = hint if hint is not None else "Stopped before anything was saved."
     with contextlib.suppress(Exception):
         sys.stdout.flush()

@@ -184,3 +184,26 @@ def interrupted_hint(args: argparse.Namespace) -> str | None:
     if args.command == "prune":
         return "Threads pruned so far stay pruned; run the same command again for the rest."
     return "Nothing was changed."
+
+
+TEXT_ARGUMENTS = ("question", "thread", "threads", "model", "base_url", "variants")
+"""The arguments that are text (stored, sent, printed), not paths: they must be UTF-8."""
+
+
+def check_text(args: argparse.Namespace) -> None:
+    """A text argument holding a byte that is not UTF-8 (Python keeps it as a lone surrogate,
+    which nothing can store or print) is the person's mistake: one line."""
+    for name in TEXT_ARGUMENTS:
+        value = getattr(args, name, None)
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                byte = ord(text[error.start]) & 0xFF
+                option = name.replace("_", "-")
+                raise UsageError(
+                    f"the {option} is not UTF-8 text: byte 0x{byte:02x} at position "
+                    f"{error.start}; pass it in UTF-8"
+                ) from None

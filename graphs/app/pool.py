@@ -231,6 +231,7 @@ def _collect(channels: dict[Any, _Channel], jobs: Sequence[Job]) -> Iterator[dic
             try:
                 kind, item = reader.recv()
             except (EOFError, OSError):
+                interrupts.park_if_stopping()  # Ctrl-C ended it: not a failure of its runs
                 del channels[reader]
                 for index in sorted(channel.held):
                     why = "the worker process running it died"

@@ -11,8 +11,9 @@ from typing import Any
 from reactgraph.app import console as out
 from reactgraph.app.eval.inputs import Item, bundled_questions, read_questions
 from reactgraph.app.eval.report import write_report
-from reactgraph.app.eval.run import DATABASE, read_results, run_eval
+from reactgraph.app.eval.run import DATABASE, RESULTS, read_results, run_eval
 from reactgraph.app.options import UsageError, make_model
+from reactgraph.app.results import Results
 from reactgraph.app.running import recipe_from
 from reactgraph.variants import REGISTRY, VARIANTS
 
@@ -53,6 +54,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     variants = chosen_variants(args.variants)
     items = items_from(args)
     folder = Path(args.out)
+    writable(folder)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
     args.variant = variants[0]  # the shared options are checked against the first variant
     args.db = args.db or str((folder / DATABASE).resolve())
@@ -84,6 +86,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         ):
             bar.advance(task)
     return report(folder, variants, args.model, time.perf_counter() - started, len(items))
+
+
+def writable(folder: Path) -> None:
+    """The --out folder, made if need be, takes the results file; else one line."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        Results(str(folder / RESULTS)).close()
+    except OSError as error:
+        raise UsageError(
+            f"cannot write the results to --out {folder}: {error.strerror or error}; "
+            "pass a folder you can write to"
+        ) from None
 
 
 def report(folder: Path, variants: list[str], model: str, wall: float, questions: int) -> int:
