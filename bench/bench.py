@@ -8,8 +8,13 @@ this run on this machine; nothing here is a test. Sections:
 - ``prompt-tokens`` and ``compaction``: what each variant sends the model as a run grows, and
   the cost of the compaction variants' token check;
 - ``storage``: 1,000-turn runs on SQLite and PostgreSQL, a SIGKILL and resume, ``show``;
+- ``history``: reading a thread (show, the whole history, a time travel) as it grows, and a
+  large question on disk;
 - ``concurrency``: 100 runs at once over HTTP, in one process and in worker processes;
-- ``batch``: ``reactgraph batch --workers 2`` on 1,000 questions of 40 turns, and pruning.
+- ``batch``: ``reactgraph batch --workers 2`` on 1,000 questions of 40 turns, and pruning;
+- ``startup``: each command's start-up against ``python -c pass`` and
+  ``python -c "import langgraph.graph"``;
+- ``engines``: the same batch through the process pool and through Ray on one node.
 """
 
 from __future__ import annotations
@@ -20,7 +25,12 @@ from collections.abc import Callable
 
 from batch import bench_batch
 from concurrency import bench_concurrency
+from engines import bench_engines
+from history import bench as bench_history
+from killbatch import bench_killbatch
+from listing import bench_listing
 from overhead import bench_overhead
+from startup import bench_startup
 from storage import bench_storage
 from tokens import bench_compaction, bench_prompt_tokens
 
@@ -29,8 +39,13 @@ SECTIONS: dict[str, Callable[[int], None]] = {
     "prompt-tokens": bench_prompt_tokens,
     "compaction": bench_compaction,
     "storage": bench_storage,
+    "history": bench_history,
     "concurrency": bench_concurrency,
     "batch": bench_batch,
+    "startup": bench_startup,
+    "killbatch": bench_killbatch,
+    "listing": bench_listing,
+    "engines": bench_engines,
 }
 
 

@@ -1,39 +1,31 @@
 """reactgraph: the ReAct loop (Thought, Action, Observation, until a Final Answer) as LangGraph
 graphs. ``build_graph(variant, ...)`` is the entry point; ``VARIANTS`` lists the variants.
 
-The names load on first use: the command line's Ctrl-C guard starts before LangChain's imports
-(seconds on a busy machine), so a Ctrl-C during them is handled too."""
+The registry and the settings import no LangGraph, so the command line's parser starts at once;
+``build_graph`` and ``ReactGraph`` load LangGraph when first used.
+"""
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from reactgraph.settings import RunContext
+from reactgraph.variants import REGISTRY, VARIANTS
+
 if TYPE_CHECKING:
     from reactgraph.build import build_graph
     from reactgraph.graph import ReactGraph
-    from reactgraph.settings import RunContext
-    from reactgraph.variants import REGISTRY, VARIANTS
 
 __all__ = ["REGISTRY", "VARIANTS", "ReactGraph", "RunContext", "build_graph"]
 
-_HOMES = {
-    "build_graph": "reactgraph.build",
-    "ReactGraph": "reactgraph.graph",
-    "RunContext": "reactgraph.settings",
-    "REGISTRY": "reactgraph.variants",
-    "VARIANTS": "reactgraph.variants",
-}
+_LAZY = {"build_graph": "reactgraph.build", "ReactGraph": "reactgraph.graph"}
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
+    """``build_graph`` and ``ReactGraph``, imported on first use."""
+    if name not in _LAZY:
         raise AttributeError(f"module 'reactgraph' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])

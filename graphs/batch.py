@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
+from reactgraph.nodes.status import status_of
+
 if TYPE_CHECKING:
+    from reactgraph.app.engines import Engine
     from reactgraph.app.pool import Job
 
 
@@ -59,12 +62,18 @@ def result_of(
 async def run_one(
     graph: CompiledStateGraph, index: int, question: str, thread_id: str
 ) -> BatchResult:
-    """One question on its own thread; a run that raises gives a result with ``error`` set."""
+    """One question on its own thread; a run that raises gives a result with ``error`` set.
+    A thread a killed run of this same question left interrupted is resumed, not started again
+    (with a checkpointer; ``reactgraph.nodes.status`` decides)."""
     started = time.perf_counter()
+    config = {"configurable": {"thread_id": thread_id}}
     try:
-        out = await graph.ainvoke(
-            {"question": question}, {"configurable": {"thread_id": thread_id}}
-        )
+        payload: dict[str, Any] | None = {"question": question}
+        if graph.checkpointer:
+            state = await graph.aget_state(config)
+            if status_of(state) == "interrupted" and state.values.get("question") == question:
+                payload = None
+        out = await graph.ainvoke(payload, config)
     except Exception as error:
         return result_of(index, question, thread_id, None, time.perf_counter() - started, error)
     return result_of(index, question, thread_id, out, time.perf_counter() - started, None)
@@ -112,20 +121,30 @@ def run_processes(
     workers: int | None = None,
     concurrency: int = 8,
     thread_prefix: str | None = None,
+    engine: Engine = "local",
+    address: str | None = None,
 ) -> Iterator[BatchResult]:
     """``run_many`` on every core: the questions shared out among ``workers`` processes (default:
     the cores, capped by the questions), ``concurrency`` runs in flight in all; each result
     yielded as its run ends, in this process. ``build`` makes each worker's graph: a picklable
     zero-argument callable (a module-level function, or a ``functools.partial`` of one)
     returning a graph, or an async context manager yielding one (to open an async
-    checkpointer in the worker). A worker that dies gives its runs in flight an ``error``."""
-    from reactgraph.app.pool import Job, run_parallel  # the app's pool, loaded when used
+    checkpointer in the worker). A worker that dies gives its runs in flight an ``error``.
+    ``engine="ray"`` runs them on a Ray cluster instead (``address``, default ``RAY_ADDRESS``,
+    else a local Ray for this call), a worker being an actor there; the results are the same."""
+    # The app's engines, loaded when used.
+    from reactgraph.app.engines import check_engine, run_jobs
+    from reactgraph.app.pool import Job
 
     check_concurrency(concurrency)
+    check_engine(engine, address)
     prefix = thread_prefix or uuid.uuid4().hex[:12]
     jobs = [Job(i, q, f"{prefix}-{i}") for i, q in enumerate(questions)]
     runner = functools.partial(_graph_runner, build)
-    for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
+    results = run_jobs(
+        runner, jobs, workers=workers, concurrency=concurrency, engine=engine, address=address
+    )
+    for result in results:
         if "question" not in result:  # a job its worker never finished
             result = result_of(
                 result["index"],

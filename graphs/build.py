@@ -14,7 +14,7 @@ from langgraph.store.base import BaseStore
 from reactgraph.assembly import assemble
 from reactgraph.graph import ReactGraph, adopt
 from reactgraph.models import chat_model
-from reactgraph.nodes.compaction import context_window_for
+from reactgraph.nodes.compaction import context_window_of
 from reactgraph.nodes.delta import bound_replay
 from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
 from reactgraph.settings import check_all, context_schema
@@ -53,7 +53,10 @@ def build_graph(
     objects = {"store": store, "token_counter": token_counter, "summarizer": summarizer}
     misplaced = [name for name, value in objects.items() if value is not None]
     misplaced = [name for name in misplaced if name not in spec.objects]
-    given = {name: value for name, value in settings.items() if value is not None}
+    # None leaves a setting at its default, except where None is a choice of its own
+    # (max_completion_tokens=None: no cap).
+    optional = {s.name for s in spec.settings if s.optional and s.default is not None}
+    given = {n: v for n, v in settings.items() if v is not None or n in optional}
     if misplaced:
         raise ValueError(
             f"{', '.join(misplaced)} do(es) not apply to the {variant!r} variant; "
@@ -61,8 +64,8 @@ def build_graph(
         )
     values = check_all(variant, spec.settings, given, where="build")
     if "context_window" in values and values["context_window"] is None:
-        values["context_window"] = context_window_for(
-            model_name(model) if isinstance(model, BaseChatModel) else None
+        values["context_window"] = context_window_of(
+            model, model_name(model) if isinstance(model, BaseChatModel) else None
         )
     deps = make_deps(
         model,

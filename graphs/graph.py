@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import BaseMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
+from reactgraph.nodes.questions import as_messages, content_parts, last_human, unread_note
 from reactgraph.nodes.storable import unstorable
 
 # Each step's checkpoint is written before the next step starts, so a run killed at any point
@@ -21,16 +21,21 @@ from reactgraph.nodes.storable import unstorable
 DURABILITY = "sync"
 
 
-def _human_text(messages: Any) -> str | None:
-    try:
-        converted = convert_to_messages(messages)
-    except (TypeError, ValueError, NotImplementedError) as error:
-        raise ValueError(f"'messages' is not a list of chat messages: {error}") from None
-    humans = [m for m in converted if isinstance(m, BaseMessage) and m.type == "human"]
-    if not humans:
-        return None
-    content = humans[-1].content
-    return content if isinstance(content, str) else None
+def _human_question(messages: Any) -> str:
+    """The text of the last human message of a chat client's input (ValueError when it has
+    none)."""
+    human = last_human(as_messages(messages))
+    if human is None:
+        raise ValueError("the input needs a question: 'messages' holds no human message")
+    text, others = content_parts(human.content)
+    if not text.strip():
+        if others:
+            raise ValueError(
+                f"the question has no text to answer: the last human message holds only "
+                f"{unread_note(others)}, and this loop reads only text"
+            )
+        raise ValueError("the question is empty: the last human message holds no text")
+    return text
 
 
 def check_input(input: Any) -> None:
@@ -40,12 +45,9 @@ def check_input(input: Any) -> None:
         return  # None resumes; a Command or anything else is LangGraph's to judge
     question = input.get("question")
     if question is None and "messages" in input:
-        question = _human_text(input["messages"])
-        what = "the last human message"
-    else:
-        what = "'question'"
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError(f"the input needs a non-empty {what} string")
+        question = _human_question(input["messages"])
+    elif not isinstance(question, str) or not question.strip():
+        raise ValueError("the input needs a question: a non-empty 'question' string")
     problem = unstorable(question)
     if problem is not None:
         raise ValueError(f"the question cannot be stored: it holds a {problem}")

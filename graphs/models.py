@@ -24,6 +24,7 @@ def chat_model(
     temperature: float | None = None,
     transport: Transport | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
+    stream: bool = True,
 ) -> ChatOpenAI:
     """A ``ChatOpenAI`` set up for the ReAct loop.
 
@@ -34,6 +35,10 @@ def chat_model(
     - Async calls go through ``transport``: "aiohttp" (the default when installed: less client
       CPU per request) or "httpx", with one connection pool per event loop holding up to
       ``concurrency`` connections, so the model works from any number of ``asyncio.run`` calls.
+    - ``stream`` (the default) makes every call a streamed one, so a call abandoned at its
+      deadline closes its response and the server stops generating it. A server that reports
+      no usage when streaming (llama-cpp-python's) then has its tokens counted with tiktoken;
+      ``stream=False`` gets its usage, but an abandoned call runs on in the server.
     """
     if not model:
         raise ValueError("a model name is needed, e.g. gpt-4o-mini")
@@ -65,4 +70,5 @@ def chat_model(
         http_async_client=client,
         http_client=sync_client,
         http_socket_options=(),  # our clients are used as given: nothing for it to inject
+        disable_streaming=not stream,
     )

@@ -36,9 +36,11 @@ DEMO_REPLIES: tuple[str, ...] = (
 class ScriptedChatModel(BaseChatModel):
     """Returns ``replies`` in order (a callable reply gets the prompt); raises when they run out.
 
-    ``honour_stop`` cuts each reply at the first stop sequence, as most providers do;
-    ``report_usage`` attaches usage metadata (about four characters a token); ``latency_s``
-    makes each call take that long (``asyncio.sleep`` under ``ainvoke``).
+    ``honour_stop`` cuts each reply at the first stop sequence, as most providers do; a reply
+    longer than the call's ``max_tokens`` (or ``max_completion_tokens``) at four characters a
+    token is cut there with ``finish_reason`` "length", as providers do; ``report_usage``
+    attaches usage metadata (about four characters a token); ``latency_s`` makes each call take
+    that long (``asyncio.sleep`` under ``ainvoke``).
     """
 
     replies: Sequence[Reply] = Field(default_factory=list)
@@ -54,11 +56,13 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _next_reply(self, messages: list[BaseMessage], stop: list[str] | None) -> str:
+    def _next_reply(
+        self, messages: list[BaseMessage], stop: list[str] | None, options: dict[str, Any]
+    ) -> str:
         with self._lock:
             index = self._index
             self._index += 1
-            self.calls.append({"messages": list(messages), "stop": stop})
+            self.calls.append({"messages": list(messages), "stop": stop, "options": options})
         if index >= len(self.replies):
             raise RuntimeError(f"the scripted model has only {len(self.replies)} replies")
         reply = self.replies[index]
@@ -68,8 +72,14 @@ class ScriptedChatModel(BaseChatModel):
                 text = text.split(sequence, 1)[0]
         return text
 
-    def _result(self, messages: list[BaseMessage], text: str) -> ChatResult:
-        message = AIMessage(text)
+    def _result(
+        self, messages: list[BaseMessage], text: str, options: dict[str, Any]
+    ) -> ChatResult:
+        cap = options.get("max_tokens") or options.get("max_completion_tokens")
+        finish = "stop"
+        if isinstance(cap, int) and len(text) > cap * 4:
+            text, finish = text[: cap * 4], "length"
+        message = AIMessage(text, response_metadata={"finish_reason": finish})
         if self.report_usage:
             prompt = sum(len(str(m.content)) for m in messages) // 4 + 1
             completion = len(text) // 4 + 1
@@ -89,7 +99,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency_s:
             time.sleep(self.latency_s)
-        return self._result(messages, self._next_reply(messages, stop))
+        return self._result(messages, self._next_reply(messages, stop, kwargs), kwargs)
 
     async def _agenerate(
         self,
@@ -100,4 +110,4 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        return self._result(messages, self._next_reply(messages, stop))
+        return self._result(messages, self._next_reply(messages, stop, kwargs), kwargs)

@@ -9,18 +9,28 @@ nothing else in the code asks which variant it is running.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from reactgraph.nodes.deps import Deps
-from reactgraph.nodes.state import State, Status
-from reactgraph.nodes.transcript import WHOLE, View
+from reactgraph.nodes.statuses import Status
+from reactgraph.nodes.view import WHOLE, View
 from reactgraph.settings import Setting
+
+if TYPE_CHECKING:
+    from reactgraph.nodes.deps import Deps
+    from reactgraph.nodes.state import State
 
 # A node body: (state, config, deps) -> a partial update, or a generator of effects that
 # returns one (see ``reactgraph.nodes.effects``).
-Body = Callable[[State, Any, Deps], Any]
+Body = Callable[["State", Any, "Deps"], Any]
+
+
+def _function(module: str, name: str) -> Body:
+    """The node body ``module.name``, imported when a graph is built (not when the registry is
+    read: the command line's parser reads the specs without loading LangChain)."""
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -28,12 +38,19 @@ class Step:
     """A node spliced in front of the model call."""
 
     name: str
-    body: Body
+    """The node's name, and the name of its body in ``module``."""
+    module: str
+    """The node module that holds the body, e.g. ``reactgraph.nodes.compaction``."""
     every_turn: bool
     """True: before every model call (``compact_history``); False: once per run, after
     ``start_run`` (``load_notes``)."""
     can_end: bool = False
     """Whether it may end the run by setting a status (compaction's ``context_exhausted``)."""
+
+    @property
+    def body(self) -> Body:
+        """The node's body: ``module.name``."""
+        return _function(self.module, self.name)
 
 
 @dataclass(frozen=True)
@@ -43,7 +60,13 @@ class Action:
     name: str
     description: str
     """Its line in the prompt's list of actions (``<max_notes_chars>`` is filled per run)."""
-    body: Body
+    module: str
+    """The node module whose function ``name`` handles it."""
+
+    @property
+    def body(self) -> Body:
+        """The action's node body: ``module.name``."""
+        return _function(self.module, self.name)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from langchain_core.language_models import BaseChatModel
 
 from reactgraph import VARIANTS, build_graph
 from reactgraph.models import chat_model
-from reactgraph.tools import calculator, search_tools
+from reactgraph.tools import default_tools
 
 
 def _model() -> BaseChatModel:
@@ -27,8 +27,5 @@ def _model() -> BaseChatModel:
 
 # `langgraph.json` names each graph as an attribute of this module.
 globals().update(
-    {
-        name: build_graph(name, model=_model(), tools=[*search_tools(), calculator])
-        for name in VARIANTS
-    }
+    {name: build_graph(name, model=_model(), tools=default_tools()) for name in VARIANTS}
 )

@@ -3,9 +3,10 @@ SDK's ``useStream``) expect them.
 
 ``turns`` is the source of truth; ``messages`` is derived from it, a step at a time, by one pure
 function (``chat_update``), so nodes never write messages themselves. A run's question is a
-human message; each action turn an AI message with one tool call, followed by a tool message
-holding the Observation as the model saw it; a compaction a message holding its summary; the
-final answer the last AI message. Messages accumulate across the runs of a thread.
+human message; each model reply an AI message (written as soon as the model answered, with its
+one tool call as soon as it is parsed), followed by a tool message holding the Observation as
+the model saw it; a compaction a message holding its summary; the final answer's reply, as it
+streamed, the last AI message. Messages accumulate across the runs of a thread.
 """
 
 from __future__ import annotations
@@ -18,17 +19,16 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import BaseTool
 
 from reactgraph.nodes import prompts
+from reactgraph.nodes.questions import content_parts, unread_note
 from reactgraph.nodes.state import CompactionRecord, Turn
+from reactgraph.nodes.statuses import ENDINGS
 
 # Ids of the human messages a run adds for a question given as ``{"question": ...}``.
 QUESTION_ID = "rg-question-"
 # The tool-call name of a reply that named no valid action (its Observation says why).
 INVALID = "invalid_reply"
-_ENDINGS = {
-    "stuck": prompts.CHAT_STUCK,
-    "stopped_early": prompts.CHAT_STOPPED_EARLY,
-    "context_exhausted": prompts.CHAT_CONTEXT_EXHAUSTED,
-}
+# The last AI message of a run that ended without an answer (see ``reactgraph.nodes.statuses``).
+_ENDINGS = {e.status: e.chat for e in ENDINGS.values() if e.chat is not None}
 
 
 def is_new_question(messages: Sequence[BaseMessage]) -> bool:
@@ -39,11 +39,14 @@ def is_new_question(messages: Sequence[BaseMessage]) -> bool:
     return last.type == "human" and not (last.id or "").startswith(QUESTION_ID)
 
 
-def _tool_call(turn: Turn, call_id: str, tools: Mapping[str, BaseTool]) -> dict[str, Any]:
-    """The turn's action as a tool call: a multi-argument tool's JSON object, else the input
-    under the tool's one argument (``input`` for the variant's own actions)."""
-    name = turn["action"] or INVALID
-    text = turn["action_input"] or ""
+def _tool_call(
+    reading: Mapping[str, Any], call_id: str, tools: Mapping[str, BaseTool]
+) -> dict[str, Any]:
+    """A turn's action (a turn record or the parse of its reply) as a tool call: a
+    multi-argument tool's JSON object, else the input under the tool's one argument (``input``
+    for the variant's own actions)."""
+    name = reading["action"] or INVALID
+    text = reading["action_input"] or ""
     tool = tools.get(name)
     keys = list(tool.args) if tool is not None else []
     if len(keys) > 1:
@@ -57,26 +60,35 @@ def _tool_call(turn: Turn, call_id: str, tools: Mapping[str, BaseTool]) -> dict[
     return {"name": name, "args": {key: text}, "id": call_id, "type": "tool_call"}
 
 
-def turn_messages(
-    turn: Turn, run: int, answer: str | None, tools: Mapping[str, BaseTool]
-) -> list[BaseMessage]:
-    """One turn as chat messages."""
-    base = f"rg-{run}-{turn['turn']}"
-    ai_id = turn.get("message_id") or f"{base}-ai"
-    if turn["observation"] is not None:
-        call_id = f"call-{base}"
-        return [
-            AIMessage(turn["text"], id=ai_id, tool_calls=[_tool_call(turn, call_id, tools)]),
-            ToolMessage(
-                turn["observation"],
-                tool_call_id=call_id,
-                name=turn["action"] or INVALID,
-                id=f"{base}-tool",
-            ),
-        ]
-    if turn["kind"] in ("answer", "forced") and answer is not None:
-        return [AIMessage(answer, id=ai_id)]
-    return [AIMessage(turn["text"] or "(empty reply)", id=ai_id)]
+def shown(text: str) -> str:
+    """A reply as chat clients render it: Markdown, each of the model's lines on its own line
+    (a hard break, two trailing spaces, where Markdown would join them)."""
+    return "  \n".join(text.split("\n")) if text else prompts.CHAT_EMPTY_REPLY
+
+
+def reply_message(
+    reply: Mapping[str, Any],
+    base: str,
+    reading: Mapping[str, Any] | None = None,
+    tools: Mapping[str, BaseTool] | None = None,
+) -> AIMessage:
+    """The model's reply as the turn's AI message, with the id its streamed tokens carry; with
+    ``reading`` (an action or an unreadable reply) it holds the turn's one tool call."""
+    ai_id = reply.get("message_id") or f"{base}-ai"
+    if reading is None:
+        return AIMessage(shown(reply["text"]), id=ai_id)
+    call = _tool_call(reading, f"call-{base}", tools or {})
+    return AIMessage(shown(reply["text"]), id=ai_id, tool_calls=[call])
+
+
+def tool_message(turn: Turn, base: str) -> ToolMessage:
+    """A completed turn's Observation, exactly as the model saw it."""
+    return ToolMessage(
+        turn["observation"] or "",
+        tool_call_id=f"call-{base}",
+        name=turn["action"] or INVALID,
+        id=f"{base}-tool",
+    )
 
 
 def compaction_message(record: CompactionRecord, run: int) -> BaseMessage:
@@ -86,22 +98,51 @@ def compaction_message(record: CompactionRecord, run: int) -> BaseMessage:
     return AIMessage(content, id=f"rg-{run}-compaction-{record['turn']}")
 
 
+def _question_messages(state: Mapping[str, Any], update: Mapping[str, Any], run: int) -> list:
+    """A new run's question as the human's turn, or a note on what of the client's question
+    went unread."""
+    messages = state.get("messages") or []
+    if not is_new_question(messages):
+        # A question given as {"question": ...}: the chat view shows it as the human's turn.
+        question = update.get("question", state.get("question"))  # written only if new
+        return [HumanMessage(question, id=f"{QUESTION_ID}{run}")]
+    _, others = content_parts(messages[-1].content)
+    if not others:
+        return []
+    note = prompts.CHAT_UNREAD.format(blocks=unread_note(others))
+    return [AIMessage(note, id=f"rg-{run}-unread")]
+
+
 def chat_update(
     state: Mapping[str, Any], update: Mapping[str, Any], tools: Mapping[str, BaseTool]
-) -> tuple[BaseMessage, ...]:
-    """The messages a node's update adds to the chat view: a tuple, which the ``messages``
-    reducer appends without looking their (new) ids up."""
+) -> tuple[BaseMessage, ...] | list[BaseMessage]:
+    """The messages a node's update adds to the chat view, so it follows the loop as it runs:
+    the reply's AI message once the model has answered, its tool call once the reply is parsed
+    (a list, which replaces the message by id), the tool message once the tool returned. New
+    messages come as a tuple, which the ``messages`` reducer appends without looking up
+    their (new) ids."""
     run = update.get("run") or state.get("run") or 1
+    number = len(state.get("turns") or []) + 1
+    base = f"rg-{run}-{number}"
+    parsed = update.get("parsed")
+    if parsed is not None and "turns" not in update and not update.get("status"):
+        # parse_reply, an action or an unreadable reply: the message gets its tool call.
+        return [reply_message(state["reply"], base, parsed, tools)]
     added: list[BaseMessage] = []
-    if "run" in update and not is_new_question(state.get("messages") or []):
-        # A question given as {"question": ...}: the chat view shows it as the human's turn.
-        added.append(HumanMessage(update["question"], id=f"{QUESTION_ID}{run}"))
+    if "run" in update:
+        added.extend(_question_messages(state, update, run))
     compactions = update.get("compactions")
     for record in compactions if isinstance(compactions, list) else []:
         added.append(compaction_message(record, run))
     turns = update.get("turns")
     for turn in turns if isinstance(turns, list) else []:
-        added.extend(turn_messages(turn, run, update.get("answer"), tools))
+        base = f"rg-{run}-{turn['turn']}"
+        if turn["observation"] is not None:
+            added.append(tool_message(turn, base))
+        elif turn["kind"] == "forced":
+            added.append(reply_message(update["reply"], base))
+    if update.get("reply") is not None and parsed is None:
+        added.append(reply_message(update["reply"], base))  # call_model: the reply so far
     ending = _ENDINGS.get(update.get("status") or "")
     if ending is not None:
         added.append(AIMessage(ending, id=f"rg-{run}-end"))

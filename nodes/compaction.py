@@ -5,7 +5,7 @@ path as the agent (retries, Retry-After, token records)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,25 @@ def context_window_for(model_name: str | None) -> int:
     return FALLBACK_WINDOW
 
 
+def profile_window(model: Any) -> int | None:
+    """The context window the model's own profile states (``profile["max_input_tokens"]``, as
+    langchain-openai models carry it), if it has one."""
+    profile = getattr(model, "profile", None)
+    if not isinstance(profile, Mapping):
+        return None
+    window = profile.get("max_input_tokens")
+    return (
+        window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+    )
+
+
+def context_window_of(model: Any, model_name: str | None) -> int:
+    """The model's context window: from its profile, else the table, else 128,000 with a
+    warning."""
+    window = profile_window(model)
+    return window if window is not None else context_window_for(model_name)
+
+
 def _as_text(turns: list[Turn]) -> str:
     parts = []
     for turn in turns:
@@ -97,14 +116,15 @@ def summary_request(
 
 
 def summarize(
-    deps: Deps, request: str, config: RunnableConfig
+    deps: Deps, request: str, config: RunnableConfig, state: State
 ) -> Generator[Effect, Any, tuple[str | None, ModelReply | None]]:
     """The summary and its reply record, trying twice; None when both attempts fail (an error is
     never a summary). A provider that stays down after its retries stops the run resumably."""
     last: ModelReply | None = None
     for attempt in (1, 2):
         try:
-            last = yield from ask(deps, deps.summarizer, [HumanMessage(request)], config, None)
+            messages = [HumanMessage(request)]
+            last = yield from ask(deps, deps.summarizer, messages, config, None, state)
         except ModelCallError:
             raise
         except Exception as error:
@@ -201,5 +221,5 @@ def compact_history(
     plan = _plan(state, deps)
     if isinstance(plan, dict):
         return plan
-    summary, reply = yield from summarize(deps, plan.request, config)
+    summary, reply = yield from summarize(deps, plan.request, config, state)
     return _compacted(state, deps, plan, summary, reply)

@@ -14,7 +14,8 @@ from langgraph.types import Overwrite
 
 from reactgraph.nodes.chat import is_new_question
 from reactgraph.nodes.deps import Deps
-from reactgraph.nodes.parsing import parse_react
+from reactgraph.nodes.model import read_reply
+from reactgraph.nodes.questions import content_parts, unread_note
 from reactgraph.nodes.state import ParsedReply, State, Turn
 from reactgraph.nodes.transcript import new_turn
 
@@ -22,12 +23,12 @@ logger = logging.getLogger(__name__)
 
 
 def question_of(state: Mapping[str, Any]) -> str | None:
-    """The run's question: a human message a chat client just sent, else ``question``."""
+    """The run's question: the text of a human message a chat client just sent, else
+    ``question``."""
     messages = state.get("messages") or []
     if is_new_question(messages):
-        content = messages[-1].content
-        text = content if isinstance(content, str) else None
-        return text if text and text.strip() else None
+        text, _ = content_parts(messages[-1].content)
+        return text if text.strip() else None
     question = state.get("question")
     return question if isinstance(question, str) and question.strip() else None
 
@@ -39,12 +40,19 @@ def start_run(
     thread left behind (a resumed run does not come through here)."""
     question = question_of(state)
     if question is None:
-        raise ValueError("the input needs a non-empty 'question' (or a human message)")
+        raise ValueError("the input needs a question: a non-empty 'question' or a human message")
     configurable = config.get("configurable") or {}
     thread_id = configurable.get("thread_id") or uuid.uuid4().hex
     logger.info("run on thread %s: %s", thread_id, question)
+    # The question is stored once a run: written again (and stored again) only when it came
+    # from a chat message rather than the input's own "question".
+    fixed = {} if question == state.get("question") else {"question": question}
+    messages = state.get("messages") or []
+    unread = content_parts(messages[-1].content)[1] if is_new_question(messages) else []
+    if unread:
+        logger.warning("the question's %s went unread: only text is read", unread_note(unread))
     return {
-        "question": question,
+        **fixed,
         "settings": dict(settings),
         "thread_id": str(thread_id),
         "run": (state.get("run") or 0) + 1,
@@ -91,7 +99,8 @@ def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, A
     reply = state["reply"]
     if reply is None:
         raise ValueError("parse_reply needs a model reply in the state")
-    parsed = parse_react(reply["text"], deps.action_names)
+    cap = state["settings"].get("max_completion_tokens")
+    parsed = read_reply(reply, deps.action_names, cap)  # a reply cut at the cap is not read
     update: dict[str, Any] = {"parsed": parsed}
     turns = state.get("turns") or []
     limit = state["settings"]["stuck_repeats"]

@@ -16,9 +16,11 @@ from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
 from reactgraph.nodes import prompts
+from reactgraph.nodes.injection import Injected, injected_args
 from reactgraph.nodes.providers import ModelCaller
 from reactgraph.nodes.tokens import TokenCounter
-from reactgraph.nodes.transcript import WHOLE, View
+from reactgraph.nodes.toolio import describe_schema, visible_args
+from reactgraph.nodes.view import WHOLE, View
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +37,28 @@ def model_name(model: BaseChatModel) -> str | None:
     return None
 
 
-def describe_tools(tools: Sequence[BaseTool], extra: Sequence[tuple[str, str]] = ()) -> str:
+def describe_tool(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> str:
+    """A tool's description for the prompt; a tool of several arguments says how to write them
+    (injected arguments are never shown)."""
+    text = " ".join(tool.description.split())
+    if len(visible_args(tool, hidden)) > 1:
+        text = prompts.TOOL_JSON_INPUT.format(
+            description=text, schema=describe_schema(tool, hidden)
+        )
+    return text
+
+
+def describe_tools(
+    tools: Sequence[BaseTool],
+    extra: Sequence[tuple[str, str]] = (),
+    injected: Mapping[str, Injected] | None = None,
+) -> str:
     """One line per action, name and description, for the prompt's {tool_descriptions}."""
-    pairs = [(tool.name, " ".join(tool.description.split())) for tool in tools]
+    injected = injected or {}
+    pairs = [
+        (tool.name, describe_tool(tool, getattr(injected.get(tool.name), "hidden", frozenset())))
+        for tool in tools
+    ]
     pairs.extend(extra)
     return "\n".join(prompts.TOOL_LINE.format(name=n, description=d) for n, d in pairs)
 
@@ -85,6 +106,8 @@ class Deps:
     store: BaseStore | None = None
     """Where notes live when they are not files."""
     model_factory: ModelFactory | None = None
+    injected: Mapping[str, Injected] = field(default_factory=dict)
+    """The tools' arguments the graph fills (``InjectedState``, ``ToolRuntime``...), by tool."""
     _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -100,9 +123,7 @@ class Deps:
             if caller is None:
                 chosen = name or model_name(self.model) or "gpt-4o-mini"
                 model = self.model_factory(chosen, url)
-                caller = ModelCaller(
-                    model, chosen, self.settings["model_retries"], self.settings["retry_backoff_s"]
-                )
+                caller = ModelCaller(model, chosen)
                 self._callers[(name, url)] = caller
             return caller
 
@@ -137,6 +158,7 @@ def make_deps(
         raise TypeError("tools must be a list of langchain-core BaseTool")
     reserved = {name.lower() for name, _ in extra_actions} | {prompts.FINISH_ACTION}
     by_name: dict[str, BaseTool] = {}
+    injected: dict[str, Injected] = {}
     for tool in tools:
         if not isinstance(tool, BaseTool):
             raise TypeError(f"every tool must be a langchain-core BaseTool, got {tool!r}")
@@ -144,27 +166,28 @@ def make_deps(
             raise ValueError("no tool may be named 'finish': Finish[answer] is how a model answers")
         if tool.name in by_name or tool.name.lower() in reserved:
             raise ValueError(f"two actions are named {tool.name!r}")
+        found = injected_args(tool)  # ValueError for an argument nothing can fill
+        if found:
+            injected[tool.name] = found
         by_name[tool.name] = contained(tool)
     if getattr(model, "request_timeout", 0) is None:
         # ChatOpenAI waits forever by default; a hung provider would hang the run.
         logger.warning(
             "the model has no request timeout; set one (reactgraph.models.chat_model does)"
         )
-    retries, backoff = settings["model_retries"], settings["retry_backoff_s"]
     counter = TokenCounter(model_name(model))
     return Deps(
         model=model,
         tools=by_name,
         settings=settings,
         view=view,
-        tool_descriptions=describe_tools(tools, extra_actions),
+        tool_descriptions=describe_tools(tools, extra_actions, injected),
         token_counter=counter,
         context_counter=token_counter or counter,
-        caller=ModelCaller(model, model_name(model), retries, backoff),
-        summarizer=ModelCaller(
-            summarizer or model, model_name(summarizer or model), retries, backoff
-        ),
+        caller=ModelCaller(model, model_name(model)),
+        summarizer=ModelCaller(summarizer or model, model_name(summarizer or model)),
         extra_actions=tuple(name for name, _ in extra_actions),
         store=store,
         model_factory=model_factory,
+        injected=injected,
     )

@@ -18,9 +18,10 @@ from reactgraph.nodes import prompts
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.parsing import clean_reply, parse_react
-from reactgraph.nodes.providers import ModelCaller
-from reactgraph.nodes.state import ModelReply, State
+from reactgraph.nodes.providers import Limits, ModelCaller
+from reactgraph.nodes.state import ModelReply, ParsedReply, State
 from reactgraph.nodes.storable import storable
+from reactgraph.nodes.streaming import was_cut
 from reactgraph.nodes.tokens import message_text
 from reactgraph.nodes.transcript import new_turn, render_prompt
 
@@ -57,21 +58,32 @@ def _log_prompt(messages: list[BaseMessage]) -> None:
         logger.debug("prompt:\n%s", "\n---\n".join(message_text(m) for m in messages))
 
 
+def limits(deps: Deps, state: State) -> Limits:
+    """The run's limits on its model calls: its settings over the built ones (a run started
+    before a setting existed gets the built value)."""
+    return Limits.of({**deps.settings, **(state.get("settings") or {})})
+
+
 def ask(
     deps: Deps,
     caller: ModelCaller,
     messages: list[BaseMessage],
     config: RunnableConfig,
     stop: list[str] | None,
+    state: State,
 ) -> Generator[Effect, Any, ModelReply]:
-    """One model call, retried on transient faults, as a ``ModelReply``: the text cleaned
-    (reasoning dropped, cut at 'Observation:', made storable) with its token counts."""
+    """One model call, retried on transient faults as the run's settings say, its reply capped
+    at ``max_completion_tokens``, as a ``ModelReply``: the text cleaned (reasoning dropped, cut
+    at 'Observation:', made storable) with its token counts, and whether the cap cut it."""
     _log_prompt(messages)
     started = time.perf_counter()
-    message = yield from caller.call(messages, config, stop)
+    message = yield from caller.call(messages, config, stop, limits(deps, state))
     latency = time.perf_counter() - started
     raw = storable(message_text(message))
     prompt_tokens, completion_tokens, source = count_tokens(deps, messages, message)
+    cut = was_cut(message)
+    if cut:
+        logger.warning("the reply was cut at the token cap after %d tokens", completion_tokens)
     return ModelReply(
         raw=raw,
         text=clean_reply(raw),
@@ -80,6 +92,25 @@ def ask(
         token_source=source,  # type: ignore[typeddict-item]
         model_latency_s=latency,
         message_id=getattr(message, "id", None),
+        cut=cut,
+    )
+
+
+def read_reply(reply: ModelReply, action_names: list[str], cap: int | None) -> ParsedReply:
+    """The parse of a reply; a reply cut at the cap is never acted on: its reading is a
+    correction asking for one short Action."""
+    parsed = parse_react(reply["text"], action_names)
+    if not reply.get("cut"):
+        return parsed
+    limit = prompts.REPLY_CUT_LIMIT.format(tokens=cap) if cap else prompts.REPLY_CUT_SERVER
+    error = prompts.REPLY_CUT.format(limit=limit, valid=", ".join(action_names))
+    return ParsedReply(
+        kind="invalid",
+        thought=parsed["thought"],
+        action=None,
+        action_input=None,
+        answer=None,
+        error=error,
     )
 
 
@@ -89,7 +120,7 @@ def call_model(
     """Render the model's view of the transcript and ask the model for the next turn."""
     messages = render_prompt(state, deps.view, deps.tool_descriptions)
     caller = deps.caller_for(state["settings"])
-    reply = yield from ask(deps, caller, messages, config, STOP)
+    reply = yield from ask(deps, caller, messages, config, STOP, state)
     return {"reply": reply, "parsed": None}
 
 
@@ -101,7 +132,8 @@ def force_answer(
         *render_prompt(state, deps.view, deps.tool_descriptions),
         HumanMessage(prompts.FORCE_ANSWER),
     ]
-    reply = yield from ask(deps, deps.caller_for(state["settings"]), messages, config, STOP)
+    caller = deps.caller_for(state["settings"])
+    reply = yield from ask(deps, caller, messages, config, STOP, state)
     parsed = parse_react(reply["text"], deps.action_names)
     if parsed["kind"] == "answer":
         answer = parsed["answer"]

@@ -28,6 +28,7 @@ Rules:
 Question: {question}"""
 
 TOOL_LINE = "{name}[input]: {description}"
+TOOL_JSON_INPUT = "{description} Input: a JSON object {schema}."
 
 STOP_SEQUENCE = "Observation:"
 
@@ -74,6 +75,21 @@ TOOL_UNAVAILABLE = (
     "timeout. Try a different approach."
 )
 TOOL_UNPRINTABLE = "Error: the tool returned a {kind} too large to show."
+TOOL_COMMAND = (
+    "Error: {name} returned a LangGraph Command (a graph update), which this loop does not "
+    "support; tools here must return their result. Try a different approach."
+)
+# Kept in the turn record instead of an artifact too large to keep.
+ARTIFACT_UNKEPT = "(a {kind} artifact of {size} characters, too large to keep)"
+
+# A reply cut at max_completion_tokens.
+REPLY_CUT = (
+    "Your reply was cut off at {limit} before it ended. Keep it short: one Thought of "
+    "a sentence or two, then exactly one line 'Action: tool_name[input]' (or 'Final Answer: "
+    "your answer'). Valid actions: {valid}."
+)
+REPLY_CUT_LIMIT = "{tokens} tokens"
+REPLY_CUT_SERVER = "the server's length limit"
 
 # The ReAct paper's own way to answer, `Finish[answer]`: reserved, never a tool's name.
 FINISH_ACTION = "finish"
@@ -137,3 +153,5 @@ CHAT_COMPACTION = (
     "Summary of the work so far (made after turn {turn} to fit the context window):\n{summary}"
 )
 CHAT_NO_SUMMARY = "(no summary could be made; the oldest turns were dropped from view)"
+CHAT_UNREAD = "Note: this loop reads only text, so {blocks} in the question went unread."
+CHAT_EMPTY_REPLY = "(empty reply)"

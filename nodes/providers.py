@@ -1,12 +1,13 @@
-"""Calling chat models: the ``stop`` quirks of providers, a total deadline per call, and retries
-of transient faults (429, 5xx, timeouts, malformed responses) that honour Retry-After.
+"""Calling chat models: the ``stop`` quirks of providers, a cap on each reply, a total deadline
+per call, and retries of transient faults (429, 5xx, timeouts, malformed responses) that honour
+Retry-After. A model that streams is called streaming, so a call abandoned at its deadline closes
+its response and the server stops generating it (see ``streaming``).
 
 ``ModelCaller.call`` is one generator body for sync and async runs (see ``effects``); the model
 call itself is the ``ModelCall`` effect, its only sync/async pair."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import threading
@@ -20,8 +21,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import deadlines
 from reactgraph.nodes.effects import Effect, Pause
+from reactgraph.nodes.streaming import ModelCall, cap_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -123,43 +124,29 @@ def call_deadline(model: BaseChatModel) -> float | None:
 
 
 @dataclass(frozen=True)
-class ModelCall:
-    """One request to the model, within ``deadline`` seconds when it has one."""
+class Limits:
+    """A run's limits on its model calls (its settings: the run's context may change them)."""
 
-    model: BaseChatModel
-    messages: list[BaseMessage]
-    config: RunnableConfig | None
-    arguments: dict[str, Any]
-    deadline: float | None
+    retries: int = 3
+    backoff_s: float = 0.5
+    max_completion_tokens: int | None = None
 
-    def run(self) -> Any:
-        if self.deadline is None:
-            return self.model.invoke(self.messages, self.config, **self.arguments)
-        call = lambda: self.model.invoke(self.messages, self.config, **self.arguments)  # noqa: E731
-        return deadlines.in_thread(call, self.deadline, "model call").result()
-
-    async def arun(self) -> Any:
-        call = self.model.ainvoke(self.messages, self.config, **self.arguments)
-        try:
-            return await asyncio.wait_for(call, self.deadline)
-        except TimeoutError:
-            raise deadlines.TimedOut(f"model call over its {self.deadline:g} s deadline") from None
+    @classmethod
+    def of(cls, settings: Any) -> Limits:
+        return cls(
+            retries=settings.get("model_retries", cls.retries),
+            backoff_s=settings.get("retry_backoff_s", cls.backoff_s),
+            max_completion_tokens=settings.get("max_completion_tokens"),
+        )
 
 
 class ModelCaller:
-    """Calls one chat model with the stop sequence where it is accepted, retrying transient
-    faults with exponential backoff (or the server's Retry-After)."""
+    """Calls one chat model with the stop sequence where it is accepted and the run's cap on
+    the reply, retrying transient faults with exponential backoff (or the server's Retry-After)
+    as often as the run's ``Limits`` say."""
 
-    def __init__(
-        self,
-        model: BaseChatModel,
-        model_name: str | None,
-        retries: int = 3,
-        backoff_s: float = 0.5,
-    ) -> None:
+    def __init__(self, model: BaseChatModel, model_name: str | None) -> None:
         self.model = model
-        self.retries = retries
-        self.backoff_s = backoff_s
         self.deadline = call_deadline(model)
         self.url = model_url(model)
         self._stop_ok = accepts_stop(model_name)
@@ -170,10 +157,15 @@ class ModelCaller:
         """Whether calls still pass ``stop`` (False once the model rejected it)."""
         return self._stop_ok
 
-    def _arguments(self, stop: list[str] | None) -> dict[str, Any]:
-        return {"stop": stop} if stop and self._stop_ok else {}
+    def _arguments(self, stop: list[str] | None, limits: Limits) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"stop": stop} if stop and self._stop_ok else {}
+        if limits.max_completion_tokens is not None:
+            arguments.update(cap_arguments(self.model, limits.max_completion_tokens))
+        return arguments
 
-    def _on_error(self, error: Exception, attempt: int, stop: list[str] | None) -> float:
+    def _on_error(
+        self, error: Exception, attempt: int, stop: list[str] | None, limits: Limits
+    ) -> float:
         """Seconds to wait before the next attempt; raises when there is none."""
         if stop and self._stop_ok and rejects_stop(error):
             with self._lock:
@@ -182,7 +174,7 @@ class ModelCaller:
             return 0.0
         if not is_transient(error):
             raise error
-        if attempt > self.retries:
+        if attempt > limits.retries:
             where = f" at {self.url}" if self.url else ""
             detail = str(error).strip().rstrip(".") or type(error).__name__
             raise ModelCallError(
@@ -191,10 +183,14 @@ class ModelCaller:
             ) from error
         delay = retry_after(error)
         if delay is None:
-            delay = self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random() / 2)
+            delay = limits.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random() / 2)
         delay = min(delay, MAX_BACKOFF_S)
         logger.warning(
-            "model call failed (%s); retry %d of %d in %.2f s", error, attempt, self.retries, delay
+            "model call failed (%s); retry %d of %d in %.2f s",
+            error,
+            attempt,
+            limits.retries,
+            delay,
         )
         return delay
 
@@ -203,16 +199,15 @@ class ModelCaller:
         messages: list[BaseMessage],
         config: RunnableConfig | None,
         stop: list[str] | None = None,
+        limits: Limits | None = None,
     ) -> Generator[Effect, Any, Any]:
         """The model's reply message, with the quirks handled (a node body's ``yield from``)."""
+        limits = limits or Limits()
         attempt = 0
         while True:
             attempt += 1
+            arguments = self._arguments(stop, limits)
             try:
-                return (
-                    yield ModelCall(
-                        self.model, messages, config, self._arguments(stop), self.deadline
-                    )
-                )
+                return (yield ModelCall(self.model, messages, config, arguments, self.deadline))
             except Exception as error:
-                yield Pause(self._on_error(error, attempt, stop))
+                yield Pause(self._on_error(error, attempt, stop, limits))

@@ -11,11 +11,19 @@ reset) is applied by the channel itself and also forces a snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AnyMessage, convert_to_messages
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    BaseMessageChunk,
+    RemoveMessage,
+    convert_to_messages,
+    message_chunk_to_message,
+)
 from langgraph.channels import DeltaChannel
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 # A snapshot every 500 updates (about 500 turns): at 1,000 turns the snapshots add about as much
 # as the transcript itself, while a read replays at most a few hundred writes (see also
@@ -36,37 +44,60 @@ def latest(current: Any, writes: Sequence[Any]) -> Any:
     return writes[-1]
 
 
+def _as_messages(items: Sequence[Any]) -> list[AnyMessage]:
+    """Messages in any form ``add_messages`` accepts (objects, dicts with ``type`` or ``role``,
+    chunks), as message objects; a list already all messages is returned as it is, without
+    looking at more than each item's type."""
+    if all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) for m in items):
+        return list(items)
+    return [message_chunk_to_message(m) for m in convert_to_messages(items)]  # type: ignore[arg-type]
+
+
 def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
     """The reducer of ``messages``: each write's messages appended, or put in place of the
-    message with the same id (a client's edit).
+    message with the same id (a client's edit, a fork's copy, a reply given its tool call), or
+    removed (``RemoveMessage``, as with ``add_messages``).
 
-    A write that is a tuple is the run's own chat view of new turns (``chat_update``): its ids
-    are new by construction, so it is appended without a lookup, and a long run's step costs
-    nothing per message held. Other messages are looked up by id, in an index built at most
-    once per call. Missing ids are numbered by position, never random, so replaying the same
-    writes gives the same ids.
+    A write that is a tuple is the run's own chat view of new messages (``chat_update``): its
+    ids are new by construction, so it is appended without a lookup, and a long run's step
+    costs nothing per message held. Other messages are looked up by id (the last message
+    first, then in an index built at most once per call). Missing ids are numbered by
+    position, never random, so replaying the same writes gives the same ids. What the server
+    hands back (a snapshot of the channel decoded to dicts, a tuple decoded to a list) is
+    converted first.
     """
-    out = list(current)
+    out = _as_messages(current) if any(isinstance(m, Mapping) for m in current) else list(current)
     positions: dict[str, int] | None = None
     for new in writes:
         if isinstance(new, tuple):
-            for message in new:
+            for message in _as_messages(new):
                 if positions is not None and message.id is not None:
                     positions[message.id] = len(out)
                 out.append(message)
             continue
-        for message in convert_to_messages(new if isinstance(new, list) else [new]):
+        for message in _as_messages(new if isinstance(new, list) else [new]):
+            if isinstance(message, RemoveMessage) and message.id == REMOVE_ALL_MESSAGES:
+                out, positions = [], None
+                continue
             if message.id is None:
                 message = message.model_copy(update={"id": f"rg-in-{len(out)}"})
-            elif not message.id.startswith("rg-"):
+            if out and out[-1].id == message.id:
+                index: int | None = len(out) - 1
+            else:
                 if positions is None:
                     positions = {m.id: i for i, m in enumerate(out) if m.id is not None}
-                if message.id in positions:
-                    out[positions[message.id]] = message
-                    continue
-            if positions is not None:
-                positions[message.id] = len(out)
-            out.append(message)
+                index = positions.get(message.id)
+            if isinstance(message, RemoveMessage):
+                if index is None:
+                    raise ValueError(f"no message with id {message.id!r} to remove")
+                del out[index]
+                positions = None
+            elif index is not None:
+                out[index] = message
+            else:
+                if positions is not None:
+                    positions[message.id] = len(out)
+                out.append(message)
     return out
 
 

@@ -13,8 +13,8 @@ from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict
 
 from reactgraph.nodes.reducers import Chat, Rare, Replaced, Transcript
+from reactgraph.nodes.statuses import Status
 
-Status = Literal["answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"]
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
 TokenSource = Literal["usage", "tiktoken", "estimate"]
 
@@ -53,6 +53,8 @@ class ModelReply(TypedDict):
     """Wall time of the model call in seconds."""
     message_id: str | None
     """The id of the model's message, so the chat view's copy matches the streamed tokens."""
+    cut: NotRequired[bool]
+    """True when the reply stopped at ``max_completion_tokens`` (or the server's limit)."""
 
 
 class Turn(TypedDict):
@@ -87,6 +89,12 @@ class Turn(TypedDict):
     """Where the token counts came from."""
     message_id: NotRequired[str | None]
     """The id of the model's message (its chat-view copy carries the same id)."""
+    cut: NotRequired[bool]
+    """True when the reply was cut at ``max_completion_tokens``: it got a corrective
+    Observation instead of being acted on (the forced answer is kept as it came)."""
+    artifact: NotRequired[Any]
+    """The tool's artifact (``response_format="content_and_artifact"``), as plain JSON values;
+    the Observation is its content. Absent when the tool gave none."""
 
 
 class CompactionRecord(TypedDict):
@@ -115,7 +123,7 @@ class InputState(TypedDict):
     """What a caller passes to ``invoke``: a question, or chat messages whose last human
     message is the question."""
 
-    question: NotRequired[str]
+    question: NotRequired[Annotated[str, Replaced]]
     """The question to answer."""
     messages: NotRequired[Messages]
     """Chat messages (Studio's chat, Agent Chat UI): the last human message is the question."""
@@ -124,18 +132,21 @@ class InputState(TypedDict):
 class State(TypedDict):
     """The whole state of one run. ``turns`` is the full, append-only transcript."""
 
-    question: str
-    """The question, kept verbatim for every prompt."""
+    question: Annotated[str, Replaced]
+    """The question, kept verbatim for every prompt. Stored once per run (when it is written),
+    not in every checkpoint, like the other fields a run fixes at its start."""
     messages: NotRequired[Messages]
     """The chat view of every run on the thread, derived from the turns (see ``nodes.chat``)."""
-    settings: NotRequired[dict[str, Any]]
+    settings: NotRequired[Annotated[dict[str, Any], Replaced]]
     """The run's effective settings (the variant's, built values overridden by the run's
-    context), fixed when the run starts so a resumed run keeps them."""
-    thread_id: NotRequired[str]
-    """The checkpoint thread of the run, or a fresh id when the caller gave none."""
-    run: NotRequired[int]
+    context), fixed when the run starts so a resumed run keeps them. Stored once per run."""
+    thread_id: NotRequired[Annotated[str, Replaced]]
+    """The checkpoint thread of the run, or a fresh id when the caller gave none. Stored once
+    per run."""
+    run: NotRequired[Annotated[int, Replaced]]
     """Runs started on this thread so far, this one included: with the turn number it keys each
-    tool call, so tools with side effects can recognise a repeat after a resume."""
+    tool call, so tools with side effects can recognise a repeat after a resume. Stored once
+    per run."""
     turns: NotRequired[Annotated[list[Turn], Transcript]]
     """Every completed turn of this run, in order. Appended to, never edited; stored as deltas,
     so a checkpoint holds only what a step added."""

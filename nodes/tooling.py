@@ -1,5 +1,6 @@
-"""Running a tool for the model: input mapping, a hard timeout, errors as Observations, and
-truncation. ``run_tool`` is one body; ``ToolCall`` is the only sync/async pair, around the I/O.
+"""Running a tool for the model: a hard timeout, errors as Observations, and truncation (the
+input mapping and output reading are ``toolio``'s, the injected arguments ``injection``'s).
+``run_tool`` is one body; ``ToolCall`` is the only sync/async pair, around the I/O.
 
 Delivery is at least once: a run killed after a tool returned but before the step's checkpoint
 was written runs that call again when resumed. Each call's config therefore carries an
@@ -10,7 +11,6 @@ across resumes, so a tool with side effects can recognise a repeat.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Generator
@@ -19,19 +19,26 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.runtime import get_runtime
 
 from reactgraph.nodes import deadlines, prompts
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
+from reactgraph.nodes.injection import fill
 from reactgraph.nodes.state import State
 from reactgraph.nodes.storable import storable
+from reactgraph.nodes.toolio import as_text, outcome, tool_arguments
 from reactgraph.nodes.transcript import new_turn
+
+__all__ = ["ToolCall", "as_text", "run_tool", "tool_arguments", "truncate"]
 
 logger = logging.getLogger(__name__)
 
 # An async tool that blocks the event loop cannot be interrupted; past its timeout by this
 # much, the lateness is reported as such.
 _LOOP_BLOCKED_S = 0.5
+# Python's message when an int has more digits than it will print.
+_INT_TOO_LONG = "integer string conversion"
 
 
 def truncate(text: str, limit: int) -> str:
@@ -39,53 +46,6 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + prompts.TRUNCATION_MARKER.format(cut=len(text) - limit, total=len(text))
-
-
-def describe_schema(tool: BaseTool) -> str:
-    """The tool's arguments as the model should write them: ``{"a": integer, "b": integer}``."""
-    parts = []
-    for name, spec in tool.args.items():
-        kind = spec.get("type") or next(
-            (s.get("type") for s in spec.get("anyOf", []) if s.get("type") != "null"), "any"
-        )
-        parts.append(f'"{name}": {kind}')
-    return "{" + ", ".join(parts) + "}"
-
-
-def tool_arguments(tool: BaseTool, tool_input: str) -> str | dict[str, Any]:
-    """The raw string for a one-argument tool; a JSON object for a tool with several.
-
-    Raises ValueError with the text the model should read when the input does not fit.
-    """
-    keys = list(tool.args)
-    if len(keys) <= 1:
-        return tool_input
-    try:
-        value = json.loads(tool_input)
-    except ValueError:
-        problem = "the input is not valid JSON."
-    else:
-        if isinstance(value, dict):
-            return value
-        problem = f"got a JSON {type(value).__name__}."
-    raise ValueError(
-        prompts.TOOL_BAD_INPUT.format(name=tool.name, schema=describe_schema(tool), problem=problem)
-    )
-
-
-def as_text(result: Any) -> str:
-    """A tool's result as the model reads it."""
-    if isinstance(result, str):
-        return result
-    content = getattr(result, "content", None)  # a ToolMessage or similar
-    if content is not None and content is not result:
-        return as_text(content)
-    if isinstance(result, list) and all(isinstance(b, dict) and "text" in b for b in result):
-        return "\n".join(str(b["text"]) for b in result)  # content blocks (MCP, Anthropic)
-    try:
-        return json.dumps(result, ensure_ascii=False, default=str)
-    except ValueError:  # an int too long to print, say
-        return prompts.TOOL_UNPRINTABLE.format(kind=type(result).__name__)
 
 
 def has_sync_body(tool: BaseTool) -> bool:
@@ -105,7 +65,8 @@ def has_async_body(tool: BaseTool) -> bool:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One tool call within ``timeout`` seconds; its result or its error as a string."""
+    """One tool call within ``timeout`` seconds: its Observation (the result, or the error, as
+    text) and its artifact. ``arguments`` is a LangChain ``ToolCall`` dict."""
 
     tool: BaseTool
     arguments: Any
@@ -119,16 +80,19 @@ class ToolCall:
             return prompts.TOOL_TIMEOUT.format(name=name, seconds=self.timeout)
         if isinstance(error, deadlines.Unavailable):
             return prompts.TOOL_UNAVAILABLE.format(name=name, hanging=error.hanging)
+        if isinstance(error, ValueError) and _INT_TOO_LONG in str(error):
+            # The tool answered, but its int cannot even be turned into its ToolMessage's text.
+            return prompts.TOOL_UNPRINTABLE.format(kind="int")
         logger.warning("tool %s failed: %r", name, error)
         return prompts.TOOL_ERROR.format(name=name, error=str(error) or type(error).__name__)
 
-    def _result(self, future: Any) -> str:
+    def _result(self, future: Any) -> tuple[str, Any]:
         error = future.exception()
         if error is not None:
-            return self._failure(error)
-        return as_text(future.result()) or "(no output)"
+            return self._failure(error), None
+        return outcome(self.tool.name, future.result())
 
-    def run(self) -> str:
+    def run(self) -> tuple[str, Any]:
         key = f"tool {self.tool.name}"
         try:
             if has_sync_body(self.tool):
@@ -138,17 +102,17 @@ class ToolCall:
                 coroutine = self.tool.ainvoke(self.arguments, self.config)
                 future = deadlines.on_loop(coroutine, self.timeout, key)
         except deadlines.TimedOut:
-            return self._failure(None)
+            return self._failure(None), None
         except deadlines.Unavailable as error:
-            return self._failure(error)
+            return self._failure(error), None
         return self._result(future)
 
-    async def arun(self) -> str:
+    async def arun(self) -> tuple[str, Any]:
         key = f"tool {self.tool.name}"
         try:
             deadlines.check_capacity(key)
         except deadlines.Unavailable as error:
-            return self._failure(error)
+            return self._failure(error), None
         if has_async_body(self.tool):
             task: Any = asyncio.ensure_future(self.tool.ainvoke(self.arguments, self.config))
             running: Any = task
@@ -174,47 +138,92 @@ class ToolCall:
             running.cancel()
             if not running.done():
                 deadlines.abandon(key, running)
-            return self._failure(None)
+            return self._failure(None), None
         return self._result(task)
 
 
 def run_tool(
     state: State, config: RunnableConfig, deps: Deps
 ) -> Generator[Effect, Any, dict[str, Any]]:
-    """Complete the turn: run the parsed action (or reject the reply) and record the Observation."""
+    """Complete the turn: run the parsed action (or reject the reply) and record the Observation
+    (and the tool's artifact, if it gave one)."""
     parsed, reply = state["parsed"], state["reply"]
     if parsed is None or reply is None:
         raise ValueError("run_tool needs a parsed reply in the state")
     tool = deps.tools.get(parsed["action"] or "") if parsed["kind"] == "action" else None
-    latency = None
+    latency = artifact = None
     if tool is None:
         kind = "invalid"
         observation = parsed["error"] or prompts.NO_ACTION.format(valid=", ".join(deps.tools))
     else:
         kind = "action"
+        injected = deps.injected.get(tool.name)
+        hidden = injected.hidden if injected else frozenset()
         try:
-            arguments = tool_arguments(tool, parsed["action_input"] or "")
+            arguments = tool_arguments(tool, parsed["action_input"] or "", hidden)
         except ValueError as error:
             observation = str(error)
         else:
             started = time.perf_counter()
-            call = ToolCall(
-                tool, arguments, tool_config(state, config), state["settings"]["tool_timeout"]
-            )
-            observation = yield call
+            own_config = tool_config(state, config)
+            tool_call = tool_call_for(state, own_config, deps, tool, arguments)
+            timeout = state["settings"]["tool_timeout"]
+            if isinstance(tool_call, str):
+                observation = tool_call
+            else:
+                call = ToolCall(tool, tool_call, own_config, timeout)
+                observation, artifact = yield call
             latency = time.perf_counter() - started
     observation = truncate(storable(observation), state["settings"]["max_observation_chars"])
     turn = new_turn(
-        state, kind, reply=reply, parsed=parsed, observation=observation, tool_latency_s=latency
+        state,
+        kind,
+        reply=reply,
+        parsed=parsed,
+        observation=observation,
+        tool_latency_s=latency,
+        artifact=artifact,
     )
     return {"turns": [turn]}
+
+
+def tool_call_for(
+    state: State, config: RunnableConfig, deps: Deps, tool: BaseTool, arguments: dict[str, Any]
+) -> dict[str, Any] | str:
+    """The LangChain ``ToolCall`` for the tool, its injected arguments filled (its id is the
+    call's idempotency key); an Observation instead when they cannot be."""
+    call_id = idempotency_key(state)
+    injected = deps.injected.get(tool.name)
+    if injected:
+        try:
+            runtime = get_runtime()
+        except RuntimeError:  # called outside a graph (a node body's own test)
+            runtime = None
+        try:
+            arguments = fill(
+                injected,
+                arguments,
+                state=state,
+                config=config,
+                runtime=runtime,
+                call_id=call_id,
+                tools=list(deps.tools.values()),
+            )
+        except (KeyError, ValueError) as error:
+            return prompts.TOOL_ERROR.format(name=tool.name, error=str(error))
+    return {"name": tool.name, "args": arguments, "id": call_id, "type": "tool_call"}
+
+
+def idempotency_key(state: State) -> str:
+    """The same on every attempt of this turn's call: thread, run, turn."""
+    turn = len(state.get("turns") or []) + 1
+    return f"{state.get('thread_id')}/{state.get('run', 1)}/{turn}"
 
 
 def tool_config(state: State, config: RunnableConfig) -> RunnableConfig:
     """The config a tool call gets: the run's, plus a key that is the same on every attempt of
     this call (thread, run, turn), for tools that must not act twice."""
-    turn = len(state.get("turns") or []) + 1
-    key = f"{state.get('thread_id')}/{state.get('run', 1)}/{turn}"
+    key = idempotency_key(state)
     configurable = {**(config.get("configurable") or {}), "idempotency_key": key}
     metadata = {**(config.get("metadata") or {}), "idempotency_key": key}
     return {**config, "configurable": configurable, "metadata": metadata}

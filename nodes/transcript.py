@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from reactgraph.nodes import prompts
 from reactgraph.nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
+from reactgraph.nodes.view import View
 
 logger = logging.getLogger(__name__)
 
@@ -26,22 +27,6 @@ def _turn_messages(text: str, observation: str | None) -> tuple[BaseMessage, ...
     if observation is None:
         return (reply,)
     return (reply, HumanMessage(prompts.OBSERVATION.format(text=observation)))
-
-
-@dataclass(frozen=True)
-class View:
-    """What of the state the model sees besides the question and the turns."""
-
-    notes: bool = False
-    """The notes block (the ``notes`` field)."""
-    window: bool = False
-    """Only the last ``window_turns`` turns (a setting of the variant)."""
-    summary: bool = False
-    """The latest summary, and only the turns since the latest compaction."""
-
-
-WHOLE = View()
-"""The plain view: the whole transcript."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -101,6 +86,7 @@ def new_turn(
     parsed: ParsedReply | None,
     observation: str | None = None,
     tool_latency_s: float | None = None,
+    artifact: Any = None,
 ) -> Turn:
     """The record of the turn that ``reply`` started, numbered after the turns so far."""
     turn = Turn(
@@ -119,6 +105,10 @@ def new_turn(
         token_source=reply["token_source"],
         message_id=reply.get("message_id"),
     )
+    if reply.get("cut"):
+        turn["cut"] = True
+    if artifact is not None:
+        turn["artifact"] = artifact
     log_turn(turn)
     return turn
 

@@ -15,6 +15,9 @@ _SHARED_CACHE = ROOT.parent / "shared" / "tiktoken-cache"
 # What tests must never leave inside the checkout (`make test` keeps `git status` clean).
 _LITTER = ("runs", ".langgraph_api")
 _BEFORE = {name for name in _LITTER if (ROOT / name).exists()}
+# Ray (the Ray engine's tests) keeps every node on 127.0.0.1 with this, never the machine's
+# network address; it is read when ray is imported, so it is set before any test module loads.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 if "TIKTOKEN_CACHE_DIR" not in os.environ and _SHARED_CACHE.is_dir():
     os.environ["TIKTOKEN_CACHE_DIR"] = str(_SHARED_CACHE)
 
@@ -112,3 +115,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if left:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print(f"\ntests left {', '.join(left)} in the checkout {ROOT}")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """Each phase's report on the test item (``rep_call``), so a fixture's teardown can tell
+    whether the test failed (the browser test saves a screenshot then)."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

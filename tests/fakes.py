@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import threading
@@ -53,6 +54,11 @@ class FakeChatModel(ScriptedChatModel):
         """The ``stop`` argument of each call."""
         return [call["stop"] for call in self.calls]
 
+    @property
+    def caps(self) -> list[int | None]:
+        """The reply cap (``max_tokens``) each call was sent with, None for none."""
+        return [call["options"].get("max_tokens") for call in self.calls]
+
 
 def prompt_text(messages: Sequence[BaseMessage]) -> str:
     """Messages joined into one text, for containment checks."""
@@ -90,6 +96,17 @@ def colour_model() -> ScriptedChatModel:
     return ScriptedChatModel(replies=[colour_reply] * 1000)
 
 
+def echo_question_reply(messages: Sequence[BaseMessage]) -> str:
+    """Answer with the question's own text: a result shows which question it answered."""
+    question = message_text(messages[0]).rsplit("Question:", 1)[-1].strip()
+    return f"Final Answer: {question}"
+
+
+def echo_question_model() -> ScriptedChatModel:
+    """A fresh model answering ``echo_question_reply`` (picklable, for worker processes)."""
+    return ScriptedChatModel(replies=[echo_question_reply] * 1000)
+
+
 def fake_model(*replies: Reply, **options: Any) -> FakeChatModel:
     """A FakeChatModel with these replies."""
     return FakeChatModel(replies=list(replies), **options)
@@ -103,6 +120,18 @@ def action(name: str, tool_input: str, thought: str = "I should look.") -> str:
 def answer(text: str) -> str:
     """A well-formed final answer reply."""
     return f"Thought: I now have enough information.\nFinal Answer: {text}"
+
+
+def three_turns(messages: Sequence[BaseMessage]) -> str:
+    """A reply that follows from the Observations in view: echo 1, echo 2, then "done". A
+    resumed run (in a new process, say) goes on where the killed one stopped."""
+    done = sum(message_text(m).startswith("Observation:") for m in messages)
+    return action("echo", str(done + 1)) if done < 2 else answer("done")
+
+
+def three_turn_model() -> FakeChatModel:
+    """A model for 3-turn runs that can be resumed at any step (``three_turns``)."""
+    return fake_model(*[three_turns] * 6)
 
 
 class ToolLog:
@@ -275,6 +304,8 @@ class FakeOpenAIServer:
                 reply = reply.reply
             if isinstance(reply, Trickle):
                 self._trickle(handler, body, reply)
+            elif isinstance(reply, Raw) and body.get("stream") and reply.status == 200:
+                self._stream_raw(handler, reply)
             elif isinstance(reply, Raw):
                 data = reply.body.encode()
                 handler.send_response(reply.status)
@@ -317,6 +348,10 @@ class FakeOpenAIServer:
         if self.honour_stop:
             for sequence in body.get("stop") or []:
                 text = text.split(sequence, 1)[0]
+        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        finish = "stop"
+        if isinstance(cap, int) and len(text) > cap * 4:  # four characters a token
+            text, finish = text[: cap * 4], "length"
         prompt = sum(len(str(m.get("content", ""))) for m in body["messages"]) // 4 + 1
         usage = {
             "prompt_tokens": prompt,
@@ -333,7 +368,7 @@ class FakeOpenAIServer:
                     **base,
                     "object": "chat.completion",
                     "usage": usage,
-                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 },
             )
             return
@@ -347,12 +382,34 @@ class FakeOpenAIServer:
             {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
         ]
         events += [{**chunk, "choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
-        events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if (body.get("stream_options") or {}).get("include_usage"):
             events.append({**chunk, "choices": [], "usage": usage})
         for event in events:
             handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
         handler.wfile.write(b"data: [DONE]\n\n")
+        handler.wfile.flush()
+        handler.close_connection = True
+
+    def _stream_raw(self, handler: BaseHTTPRequestHandler, raw: Raw) -> None:
+        """A literal body as a streaming client gets it: a completion object becomes one chunk
+        (its message the delta), anything else is sent as the event's data as it is."""
+        try:
+            value = json.loads(raw.body)
+        except ValueError:
+            data = raw.body
+        else:
+            if isinstance(value, dict) and isinstance(value.get("choices"), list):
+                value["object"] = "chat.completion.chunk"
+                for choice in value["choices"]:
+                    if isinstance(choice, dict) and "message" in choice:
+                        choice["delta"] = choice.pop("message")
+            data = json.dumps(value)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.wfile.write(f"data: {data}\n\ndata: [DONE]\n\n".encode())
         handler.wfile.flush()
         handler.close_connection = True
 
@@ -420,3 +477,16 @@ def dying_graph() -> Any:
         return "Final Answer: ok"
 
     return build_graph("transcript", model=ScriptedChatModel(replies=[reply] * 100), tools=[])
+
+
+@contextlib.asynccontextmanager
+async def echo_runner() -> Any:
+    """An ``OpenRunner`` (for the engines) whose jobs answer with their own question, after a
+    pause of ``pause=S`` in the question when it has one: no graph, no database."""
+
+    async def run(job: Any) -> dict[str, Any]:
+        pause = re.search(r"pause=([0-9.]+)", job.question)
+        await asyncio.sleep(float(pause.group(1)) if pause else 0)
+        return {"index": job.index, "thread_id": job.thread_id, "answer": job.question}
+
+    yield run

@@ -3,6 +3,7 @@
     python tests/mcp_servers.py stdio [--tag TAG]
     python tests/mcp_servers.py http --port N [--tag TAG]  # streamable HTTP, 127.0.0.1:N/mcp
     python tests/mcp_servers.py mute [--tag TAG]  # reads stdin, never answers: a hung server
+    python tests/mcp_servers.py odd [--tag TAG]  # stdio, tools named "my tool" and "new\\nline"
 
 `--tag` is ignored by the server; the tests put a unique word there to find the process again.
 The helpers below import only the standard library, so a server process starts no slower.
@@ -86,15 +87,33 @@ def build(port: int = 8000) -> FastMCP:
     return server
 
 
+ODD_NAMES = {"my tool": "my_tool", "new\nline": "new_line"}
+
+
+def build_odd() -> FastMCP:
+    """A server whose tool names no ReAct reply can write as they are."""
+    from mcp.server.fastmcp import FastMCP
+
+    server = FastMCP("reactgraph-odd", log_level="CRITICAL")
+    server.tool(name="my tool", description="Return the text upper-cased.")(
+        lambda text: text.upper()
+    )
+    server.tool(name="new\nline", description="Return the text reversed.")(lambda text: text[::-1])
+    return server
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("transport", choices=["stdio", "http", "mute"])
+    parser.add_argument("transport", choices=["stdio", "http", "mute", "odd"])
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)
     if args.transport == "mute":
         for _line in sys.stdin:  # swallow the handshake, answer nothing
             pass
+        return
+    if args.transport == "odd":
+        build_odd().run("stdio")
         return
     server = build(args.port)
     server.run("stdio" if args.transport == "stdio" else "streamable-http")

@@ -189,7 +189,7 @@ def test_batch_writes_each_result_and_a_rerun_skips_what_is_done(
     ("args", "fragment"),
     [
         (["ask", "q"], "set OPENAI_API_KEY"),
-        (["ask", "q", "--max-turns", "-3"], "--max-turns: must be at least 1"),
+        (["ask", "q", "--max-turns", "-3"], "--max-turns: must be >= 1, got -3"),
         (["ask", "q", "--variant", "nope"], "invalid choice: 'nope'"),
         (
             ["ask", "q", "--corpus", "/no/such/folder", "--base-url", "http://127.0.0.1:9/v1"],

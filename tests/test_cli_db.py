@@ -156,10 +156,12 @@ def test_a_postgres_fault_during_a_run_keeps_the_resume_hint(
         while not openai_server.requests and time.time() < deadline:
             time.sleep(0.05)
         with psycopg.connect(base, autocommit=True) as admin:
+            # Every connection of the run, as a server restart would: the run's own, and its
+            # thread lock's (over which its checkpoints are written).
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE application_name = %s",
-                (name,),
+                "WHERE application_name IN (%s, %s)",
+                (name, f"reactgraph-lock:{thread}"[:63]),
             )
     finally:
         gate.set()

@@ -26,6 +26,11 @@ DELTA_CHANNELS = {
     "compactions": 1,
     "notes": 1,
     "summary": 1,
+    # What a run fixes at its start: stored when written (once a run), not in every checkpoint.
+    "question": 1,
+    "settings": 1,
+    "thread_id": 1,
+    "run": 1,
 }
 
 

@@ -1,5 +1,5 @@
 """The layout's one rule, checked: imports flow app -> graphs -> nodes -> tools, with storage beside
-the app. A module that imports against the flow (at any depth, even inside a function) fails here."""
+the app. A module that imports against the flow (at any depth) fails here."""
 
 from __future__ import annotations
 

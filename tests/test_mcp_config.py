@@ -4,6 +4,7 @@ test_mcp_tools.py, with the servers.)"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,20 @@ def test_render_content() -> None:
         {"type": "text", "text": "two"},
     ]
     assert render_content(blocks) == "one\n[image: image/png]\n[file: file:///tmp/x.pdf]\ntwo"
+
+
+def test_a_config_lists_at_most_max_servers(tmp_path: Path) -> None:
+    from reactgraph.tools.mcp.config import MAX_SERVERS
+
+    many = {f"s{i}": {"command": "/no/such/command"} for i in range(200_000)}
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": many}))
+    # Refused before any server is checked or started (each would fail to start here).
+    with pytest.raises(
+        ValueError, match=rf"servers\.json: 200,000 MCP servers configured; at most {MAX_SERVERS}"
+    ):
+        load_mcp_tools(path)
+    fits = {f"s{i}": {"command": "python"} for i in range(MAX_SERVERS)}
+    assert len(normalize_servers(fits)) == MAX_SERVERS
+    with pytest.raises(ValueError, match=f"^{MAX_SERVERS + 1} MCP servers configured"):
+        normalize_servers({**fits, "one-more": {"command": "python"}})

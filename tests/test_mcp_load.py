@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("langchain_mcp_adapters")
 pytest.importorskip("mcp")
 
-from reactgraph.tools.mcp import aload_mcp_tools, load_mcp_tools
+from reactgraph.tools.mcp import MCPSessions, aload_mcp_tools, load_mcp_tools
 from tests.mcp_servers import (
     HAS_PROC,
     NAMES,
@@ -115,5 +115,59 @@ def test_a_server_that_never_answers_the_handshake_times_out_and_is_stopped() ->
         match=r"^MCP server 'mute' \(.+ mute --tag \w+\): no answer to the handshake within 1 s$",
     ):
         load_mcp_tools({"mute": stdio(tag, mode="mute")}, timeout=1)
-    assert time.perf_counter() - started < 8
+    assert time.perf_counter() - started < 60  # the handshake never comes: bounded
     assert wait_gone(tag) == []
+
+
+START_BOUND = 300.0
+
+
+def _tools(*names: str) -> list[Any]:
+    from langchain_core.tools import StructuredTool
+
+    return [StructuredTool.from_function(lambda text: text, name=n, description=n) for n in names]
+
+
+def test_tool_names_no_reply_can_write_are_mended_and_still_called(run: Any) -> None:
+    from reactgraph import build_graph
+    from tests.fakes import action, answer, fake_model
+    from tests.mcp_servers import ODD_NAMES
+
+    servers = {"odd": stdio(mode="odd")}
+    # A start bound for a loaded machine: a stdio server's start is seconds of imports.
+    loaded = load_mcp_tools(servers, timeout=START_BOUND)
+    assert {tool.name for tool in loaded} == set(ODD_NAMES.values())
+    # Kept sessions: a session per call would start a server per call.
+    with MCPSessions(servers, timeout=START_BOUND, call_timeout=START_BOUND) as kept:
+        assert {tool.name for tool in kept} == set(ODD_NAMES.values())
+        model = fake_model(action("my_tool", "hi"), action("new_line", "abc"), answer("done"))
+        graph = build_graph("transcript", model=model, tools=kept, tool_timeout=START_BOUND)
+        out = run(graph, {"question": "q"})
+    assert [t["observation"] for t in out["turns"][:2]] == ["HI", "cba"]
+    assert "my_tool" in model.prompts[0] and "my tool" not in model.prompts[0]
+
+
+def test_tool_names_that_cannot_be_mended_are_refused_naming_the_server() -> None:
+    from reactgraph.tools.mcp.load import named
+
+    pairs = named({"s": {}}, [_tools("my tool", "new\nline", "3d", "ok.")], False, "")
+    assert [mended for _, _, mended in pairs] == ["my_tool", "new_line", "_3d", "ok"]
+    for bad in ("∑", "x" * 65, "x" * 10_000):
+        with pytest.raises(ValueError, match=r"^MCP server 's' offers a tool named .+, which "):
+            named({"s": {}}, [_tools(bad)], False, "")
+
+
+def test_a_name_offered_twice_by_one_server_does_not_suggest_a_prefix() -> None:
+    from reactgraph.tools.mcp.load import named
+
+    for names, shown in ((("add", "add"), ""), (("my tool", "My-Tool"), " (as 'my tool' and")):
+        for prefix in (False, True):
+            with pytest.raises(ValueError) as caught:
+                named({"s": {}}, [_tools(*names)], prefix, "")
+            message = str(caught.value)
+            assert message.startswith("MCP server 's' offers two tools named "), message
+            assert shown in message and "cannot tell them apart" in message
+            assert "load with prefix=True" not in message
+    # Two servers whose prefixed names still meet: renaming a server is what helps.
+    with pytest.raises(ValueError, match="even with their server's name as prefix: rename one"):
+        named({"a": {}, "a_b": {}}, [_tools("a_b_c"), _tools("a_b_c")], True, "")

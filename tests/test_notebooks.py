@@ -20,7 +20,8 @@ CLAIMS = {
     "quickstart.ipynb": [
         *(f"{variant:17} answer='48' status=answered" for variant in VARIANTS),
         "48 answered finished",  # the interrupted run, resumed
-        "ai    '48'",  # the chat view ends with the answer
+        # The chat view ends with the answer's reply, as it streamed, line by line.
+        "ai    'Thought: I now have enough information.  \\nFinal Answer: 48'",
     ],
     "long_run.ipynb": ["notes stays under a quarter of the transcript: True"],
 }

@@ -36,6 +36,8 @@ FIELDS = {
     "kept": "k",
     "max_words": 300,
     "observation": "o",
+    "size": 200000,
+    "tokens": 64,
 }
 TEMPLATES = {
     name: value

@@ -7,107 +7,27 @@ writes nothing inside the checkout."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from reactgraph import REGISTRY, VARIANTS
 from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.langgraph_dev import LANGGRAPH, ROOT, langgraph_dev
 from tests.test_graph_shapes import SHAPES
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[1]
-LANGGRAPH = Path(sys.executable).with_name("langgraph")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory: pytest.TempPathFactory) -> Any:
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli is not installed")
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("studio")
     # The checkout's langgraph.json, with absolute paths, so the server's own files
     # (.langgraph_api/) go to the temporary folder it runs in.
-    project = json.loads((ROOT / "langgraph.json").read_text())
-    config = {
-        **project,
-        "dependencies": [str(ROOT)],
-        "graphs": {
-            name: str(ROOT / target.removeprefix("./"))
-            for name, target in project["graphs"].items()
-        },
-        "env": {"LANGSMITH_TRACING": "false"},
-    }
-    (workdir / "langgraph.json").write_text(json.dumps(config))
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "1",
-        "LANGSMITH_TRACING": "false",
-    }
-    log = open(workdir / "server.log", "w")  # noqa: SIM115 - closed below
-    server = subprocess.Popen(
-        [
-            str(LANGGRAPH),
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--port",
-            str(port),
-            "--config",
-            str(workdir / "langgraph.json"),
-        ],
-        cwd=workdir,
-        env=environment,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.time() > deadline:
-                log.flush()
-                pytest.fail(f"langgraph dev did not start:\n{(workdir / 'server.log').read_text()}")
-            time.sleep(0.3)
+    with langgraph_dev(tmp_path_factory.mktemp("studio")) as url:
         yield url
-    finally:
-        stop(server)
-        log.close()
-
-
-def stop(server: subprocess.Popen) -> None:
-    """Stop the server by its PID (and its process group), forcefully if it lingers."""
-    try:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(20)
-    except ProcessLookupError:
-        return
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(10)
 
 
 def test_studio_serves_every_variant_end_to_end(
@@ -197,7 +117,9 @@ def test_a_chat_client_sends_messages_and_sees_the_loop_as_messages(
         assert chat_turns(messages) == one_run * 2, (variant, chat_turns(messages))
         assert messages[0]["content"] == "How many years apart?"
         assert messages[8]["content"] == "And once more?"
-        assert messages[7]["content"] == "48" and messages[-1]["content"] == "48"
+        # The final answer's message keeps the reply as it streamed, line by line.
+        assert messages[7]["content"].endswith("Final Answer: 48")
+        assert messages[-1]["content"].endswith("Final Answer: 48")
         calls = [m["tool_calls"][0] for m in messages if m.get("tool_calls")]
         assert [c["name"] for c in calls[:3]] == ["search", "search", "calculator"]
         assert len({c["id"] for c in calls}) == len(calls)  # unique within the thread

@@ -1,33 +1,36 @@
 """``reactgraph batch``: questions from a JSONL file, results appended to another as each run
 ends, so an interrupted batch re-run skips what is done and loses nothing already written.
 
-Each question runs on a thread of the database named after the questions file, the variant and
-the question's id, under that thread's lock (``reactgraph.app.runner``), in one of ``workers``
-processes. A re-run skips the questions with a result, resumes a thread a killed worker left half
-done, and reports a finished one without running it again. One process, this one, writes the
-results file, holding a lock on it while it reads and appends: no line is torn or written twice,
-even by two batches on one file."""
+Each question runs on a thread of the database named after the questions file, the variant, the
+question's id and a digest of its text, under that thread's lock (``reactgraph.app.runner``), in one
+of ``workers`` processes. A re-run skips the questions with a result, resumes a thread a killed
+worker left half done, and reports a finished one without running it again. A result line and a
+thread count only for the id with the very text they answered: an edited question runs again.
+One process, this one, writes the results file, holding a lock on it while it reads and
+appends: no line is torn or written twice, even by two batches on one file."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from reactgraph.app import console as out
+from reactgraph.app.engines import Engine, Flight, run_jobs
 from reactgraph.app.jsonl import (
     MAX_LINE_BYTES,
     BadLine,
     Skip,
     line_id,
     read_jsonl_lines,
+    refuse_unstorable,
 )
-from reactgraph.app.pool import Job, run_parallel
-from reactgraph.app.results import Results
+from reactgraph.app.pool import Job
+from reactgraph.app.results import Results, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
-from reactgraph.nodes.storable import unstorable
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 
@@ -42,6 +45,18 @@ class Question:
     id: Any
     text: str
 
+    def thread(self, prefix: str) -> str:
+        """Its thread: the batch's ``prefix``, a digest of its text, and its key."""
+        return f"{prefix}{hashlib.sha256(self.text.encode()).hexdigest()[:8]}-{self.key}"
+
+    def line(self) -> dict[str, Any]:
+        """What its result line says of it (before the run's outcome)."""
+        return {"id": self.id, "key": self.key, "question": self.text}
+
+
+# A result line answers the question of its key with exactly its text: an edited text is new.
+ANSWERS = keyed_by("question")
+
 
 def _question(value: Any, number: int) -> Question:
     if isinstance(value, BadLine):
@@ -50,9 +65,7 @@ def _question(value: Any, number: int) -> Question:
     text = entry.get("question") if isinstance(entry, dict) else None
     if not isinstance(text, str) or not text.strip():
         raise Skip('needs a non-empty "question" string')
-    problem = unstorable(text)
-    if problem is not None:
-        raise Skip(f"the question cannot be stored: it holds a {problem}")
+    refuse_unstorable("question", text)
     given = entry.get("id", f"line-{number}")
     return Question(number, line_id(entry, number), given, text)
 
@@ -64,6 +77,16 @@ def read_questions(
     object ``{"question": ..., "id"?: ...}`` or a JSON string. ValueError if unreadable."""
     questions: list[Question] = []
     problems: list[str] = []
+    for item in each_question(path, max_line_bytes):
+        if isinstance(item, Question):
+            questions.append(item)
+        else:
+            problems.append(item)
+    return questions, problems
+
+
+def each_question(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Question | str]:
+    """``read_questions`` one line at a time: each good question, or a bad line's problem."""
     seen: set[str] = set()
     for number, value in read_jsonl_lines(path, max_line_bytes):
         try:
@@ -71,11 +94,10 @@ def read_questions(
             if question.key in seen:
                 raise Skip(f"duplicate id {question.key}")
         except Skip as skip:
-            problems.append(f"{path}:{number}: {skip}; skipped")
+            yield f"{path}:{number}: {skip}; skipped"
             continue
         seen.add(question.key)
-        questions.append(question)
-    return questions, problems
+        yield question
 
 
 def thread_prefix(questions_path: str, variant: str) -> str:
@@ -91,15 +113,19 @@ def run_file(
     *,
     workers: int | None = None,
     concurrency: int = 8,
+    engine: Engine = "local",
+    address: str | None = None,
 ) -> int:
     """Run the file's questions not done yet: 0 when each has a result, 1 when a run failed,
-    2 for an unusable file or a question another process is running."""
+    2 for an unusable file or a question another process is running. ``engine`` runs them
+    (``reactgraph.app.engines``). The file is read twice, a line at a time, never held whole:
+    once to check it, then as the questions are handed out."""
     try:
-        questions, problems = read_questions(questions_path)
+        answers, problems = _survey(questions_path)
     except ValueError as error:
         out.fail(str(error))
         return 2
-    if not questions:
+    if not answers:
         more = f" (and {len(problems) - 1} more bad lines)" if len(problems) > 1 else ""
         why = f": {problems[0]}{more}" if problems else " (it has no lines)"
         out.fail(f"no question to run in {questions_path}{why}")
@@ -107,28 +133,32 @@ def run_file(
     for problem in problems:
         out.warn(problem)
     try:
-        results = Results(out_path)
+        results = Results(out_path, identity=ANSWERS)
     except OSError as error:
         out.fail(f"cannot write the results to {out_path}: {error.strerror or error}")
         return 2
     try:
         results.refresh(report=True)
-        todo = [q for q in questions if q.key not in results.done]
-        if len(todo) < len(questions):
+        total = sum(1 for answer in answers if answer not in results.done)
+        if total < len(answers):
             out.console.print(
-                f"[dim]{len(questions) - len(todo)} question(s) already done in "
-                f"{out_path}; skipped[/dim]"
+                f"[dim]{len(answers) - total} question(s) already done in {out_path}; skipped[/dim]"
             )
-        prefix = thread_prefix(questions_path, recipe.variant)
-        jobs = [Job(i, q.text, prefix + q.key) for i, q in enumerate(todo)]
-        errors: list[str] = []
-        outcomes = _run(recipe, jobs, todo, results, questions_path, workers, concurrency, errors)
+        del answers
+        todo = (
+            q
+            for q in each_question(questions_path)
+            if isinstance(q, Question) and ANSWERS(q.line()) not in results.done
+        )
+        run = _Run(recipe, results, questions_path)
+        outcomes = run.all(todo, total, workers, concurrency, engine, address)
     finally:
         results.close()
+    errors = run.errors
     if errors:  # exit 1 says a run failed: this says which, and why
         more = f' (the first of {len(errors)}: see their "error" in {out_path})'
         out.fail(
-            f"{len(errors)} of {len(jobs)} question(s) failed{more if len(errors) > 1 else ''}: "
+            f"{len(errors)} of {total} question(s) failed{more if len(errors) > 1 else ''}: "
             f"{errors[0]}; run the same command again to retry them"
         )
     if "busy" in outcomes:
@@ -136,38 +166,76 @@ def run_file(
     return 1 if "failed" in outcomes else 0
 
 
-def _run(
-    recipe: Recipe,
-    jobs: list[Job],
-    todo: list[Question],
-    results: Results,
-    source: str,
-    workers: int | None,
-    concurrency: int,
-    errors: list[str],
-) -> list[Outcome]:
-    outcomes: list[Outcome] = []
-    runner = functools.partial(open_runner, recipe)
-    with out.progress() as bar:
-        task = bar.add_task("questions", total=len(jobs))
-        for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
-            question = todo[result["index"]]
-            error = result.get("error") or ""
-            if error.startswith("ThreadBusy"):
-                out.fail(f"{source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
-                outcomes.append("busy")
-            elif not results.record(
-                {
-                    "id": question.id,
-                    "key": question.key,
-                    "question": question.text,
-                    **{k: v for k, v in result.items() if k not in ("index", "question")},
-                }
+def _survey(path: str) -> tuple[set[Any], list[str]]:
+    """What each good question's result line would be known by, and the bad lines' problems."""
+    answers: set[Any] = set()
+    problems: list[str] = []
+    for item in each_question(path):
+        if isinstance(item, Question):
+            answers.add(ANSWERS(item.line()))
+        else:
+            problems.append(item)
+    return answers, problems
+
+
+@dataclass
+class _Run:
+    """A batch under way: the questions in flight (and only those) by their job's index."""
+
+    recipe: Recipe
+    results: Results
+    source: str
+    errors: list[str] = field(default_factory=list)
+    """The first line of each failed run's error, for the one line that says why."""
+
+    def all(
+        self,
+        todo: Iterator[Question],
+        total: int,
+        workers: int | None,
+        concurrency: int,
+        engine: Engine,
+        address: str | None,
+    ) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        pending: dict[int, Question] = {}
+        prefix = thread_prefix(self.source, self.recipe.variant)
+
+        def jobs() -> Iterator[Job]:
+            for index, question in enumerate(todo):
+                pending[index] = question
+                yield Job(index, question.text, question.thread(prefix))
+
+        runner = functools.partial(open_runner, self.recipe)
+        flight = Flight()
+        with out.progress(flight) as bar:
+            task = bar.add_task("questions", total=total, failed=0)
+            for result in run_jobs(
+                runner,
+                jobs(),
+                workers=workers,
+                concurrency=concurrency,
+                engine=engine,
+                address=address,
+                db=self.recipe.db,
+                flight=flight,
             ):
-                outcomes.append("done")
-            else:
-                outcomes.append("failed" if error else "ran")
-                if error:
-                    errors.append(error.strip().splitlines()[0] if error.strip() else error)
-            bar.advance(task)
-    return outcomes
+                outcomes.append(self.one(pending.pop(result["index"]), result))
+                failures = sum(o in ("failed", "busy") for o in outcomes)
+                bar.update(task, advance=1, failed=failures)
+        return outcomes
+
+    def one(self, question: Question, result: dict[str, Any]) -> Outcome:
+        error = result.get("error") or ""
+        if error.startswith("ThreadBusy"):
+            out.fail(f"{self.source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
+            return "busy"
+        line = {
+            **question.line(),
+            **{k: v for k, v in result.items() if k not in ("index", "question")},
+        }
+        if not self.results.record(line):
+            return "done"
+        if error:
+            self.errors.append(error.strip().splitlines()[0] if error.strip() else error)
+        return "failed" if error else "ran"

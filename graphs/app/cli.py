@@ -1,21 +1,29 @@
 """The ``reactgraph`` command line: ask, resume, show, threads, batch, eval, prune, graph, demo.
 
-Only the standard library loads before ``main`` starts the Ctrl-C guard (``interrupts``): the
-commands, and LangChain under them, load inside it."""
+The parser imports no LangGraph or LangChain: ``--version`` and every ``--help`` answer at once,
+and each command's module is imported only when that command runs (``handler`` names it).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from reactgraph.app import interrupts
+from reactgraph.app.engines import ENGINES
+from reactgraph.app.eval.parser import add_eval_parser
+from reactgraph.app.flags import UsageError, add_setting_flags
 from reactgraph.models import DEFAULT_TIMEOUT_S
+from reactgraph.storage.address import DEFAULT_DB
+from reactgraph.variants import VARIANTS
 
 DEFAULT_MODEL = "gpt-4o-mini"
+RUNNING = "reactgraph.app.running"
+VIEWING = "reactgraph.app.viewing"
 
 
 class Defaults(argparse.ArgumentDefaultsHelpFormatter):
@@ -43,10 +51,24 @@ class Parser(argparse.ArgumentParser):
 
 def package_version() -> str:
     """The installed version (``pip install -e`` counts)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("reactgraph")
     except PackageNotFoundError:
         return "unknown (not installed)"
+
+
+class Version(argparse.Action):
+    """``--version``: looks the version up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        sys.stdout.write(f"reactgraph {package_version()}\n")
+        parser.exit()
 
 
 def positive_int(text: str) -> int:
@@ -71,16 +93,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+NO_CAP = "none"
+
+
 def make_parser() -> Parser:
     """The argument parser, one sub-command each."""
-    from reactgraph import REGISTRY, VARIANTS
-    from reactgraph.app.eval.command import add_eval_parser
-    from reactgraph.app.running import cmd_ask, cmd_batch, cmd_demo, cmd_prune, cmd_resume
-    from reactgraph.app.viewing import cmd_graph, cmd_show, cmd_threads
-    from reactgraph.storage.database import DEFAULT_DB
-
     parser = Parser(prog="reactgraph", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"reactgraph {package_version()}")
+    parser.add_argument("--version", action=Version, help="show the version and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each step (INFO)")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     db = Parser(add_help=False)
@@ -95,17 +114,6 @@ def make_parser() -> Parser:
     )
     run.add_argument("--base-url", help="an OpenAI-compatible server (else OPENAI_BASE_URL)")
     run.add_argument("--corpus", help="folder of .md/.txt pages for search (default: bundled)")
-    run.add_argument("--max-turns", type=positive_int, help="turn cap (default: the variant's)")
-    run.add_argument(
-        "--tool-timeout", type=positive_float, default=10.0, help="seconds a tool call may take"
-    )
-    takers = [name for name, spec in REGISTRY.items() if spec.setting("context_window")]
-    run.add_argument(
-        "--context-window",
-        type=positive_int,
-        help=f"the model's context window in tokens (only {', '.join(takers)}; "
-        "default: looked up from the model's name)",
-    )
     run.add_argument(
         "--mcp",
         metavar="SERVERS_JSON",
@@ -117,6 +125,7 @@ def make_parser() -> Parser:
         action="store_true",
         help="leave out the bundled search and calculator (with --mcp)",
     )
+    add_setting_flags(run)
     timeout = Parser(add_help=False)
     timeout.add_argument(
         "--timeout",
@@ -133,24 +142,36 @@ def make_parser() -> Parser:
         type=positive_int,
         help="worker processes (default: the cores, capped by the questions)",
     )
+    many.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="where the runs go: worker processes on this machine, or a Ray cluster's actors "
+        "(pip install 'reactgraph[ray]'; --workers then counts actors)",
+    )
+    many.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="the Ray cluster for --engine ray (default: RAY_ADDRESS, else a local Ray started "
+        "for this run and stopped after it)",
+    )
     ask = commands.add_parser("ask", parents=[one, run, db, timeout], help="answer a question")
     ask.add_argument("question", help="the question")
     ask.add_argument("--thread", help="thread id (default: a new one)")
-    ask.add_argument("--notes-dir", default="runs/notes", help="notes variants: notes folder")
     ask.add_argument(
         "--notes-in-db", action="store_true", help="notes variants: keep notes in --db"
     )
-    ask.set_defaults(handler=cmd_ask)
+    ask.set_defaults(handler=f"{RUNNING}:cmd_ask")
     resume = commands.add_parser("resume", parents=[db, timeout], help="continue a stopped run")
     resume.add_argument("thread", help="the thread to continue")
     resume.add_argument("--model", help="go on with this model (default: the run's own)")
     resume.add_argument("--base-url", help="at this server (default: the run's own)")
-    resume.set_defaults(handler=cmd_resume)
+    resume.set_defaults(handler=f"{RUNNING}:cmd_resume")
     show = commands.add_parser("show", parents=[db], help="print a run")
     show.add_argument("thread", help="the thread to print")
-    show.set_defaults(handler=cmd_show)
+    show.set_defaults(handler=f"{VIEWING}:cmd_show")
     threads = commands.add_parser("threads", parents=[db], help="list the runs in the database")
-    threads.set_defaults(handler=cmd_threads)
+    threads.set_defaults(handler=f"{VIEWING}:cmd_threads")
     batch = commands.add_parser(
         "batch", parents=[one, run, many, db, timeout], help="answer a JSONL of questions"
     )
@@ -161,44 +182,53 @@ def make_parser() -> Parser:
         action="store_true",
         help="keep only the final state of each finished run (no history or time travel)",
     )
-    batch.set_defaults(handler=cmd_batch)
+    batch.set_defaults(handler=f"{RUNNING}:cmd_batch")
     prune = commands.add_parser(
         "prune", parents=[db], help="keep only the final state of finished runs"
     )
     prune.add_argument("threads", nargs="*", help="the threads to prune")
     prune.add_argument("--finished", action="store_true", help="every finished thread")
-    prune.set_defaults(handler=cmd_prune)
+    prune.set_defaults(handler=f"{RUNNING}:cmd_prune")
     add_eval_parser(commands, [run, many, timeout])
     graph = commands.add_parser("graph", help="draw a variant (Mermaid text, or --png FILE)")
     graph.add_argument("variant", choices=VARIANTS, help="the variant to draw")
     graph.add_argument("--png", help="write a PNG here instead (offline, via pygraphviz)")
-    graph.set_defaults(handler=cmd_graph)
+    graph.set_defaults(handler=f"{VIEWING}:cmd_graph")
     demo = commands.add_parser("demo", help="offline demo with a scripted model")
-    demo.set_defaults(handler=cmd_demo)
+    demo.set_defaults(handler=f"{RUNNING}:cmd_demo")
     return parser
 
 
+def command(handler: str | Callable[[argparse.Namespace], int]) -> Callable[..., int]:
+    """A sub-command's function: ``"module:function"`` imported now (a function as it is)."""
+    if callable(handler):
+        return handler
+    module, name = handler.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script: the command, under the Ctrl-C guard."""
-    return interrupts.run(lambda: command(argv))
+    """Entry point of the console script: the command, under the Ctrl-C guard (``interrupts``)."""
+    return interrupts.run(lambda: run_command(argv))
 
 
-def command(argv: Sequence[str] | None) -> int:
+def run_command(argv: Sequence[str] | None) -> int:
     """Parse the arguments and run the command they name."""
+    args = make_parser().parse_args(argv)
     from reactgraph.app import console as out
-    from reactgraph.app.options import UsageError, check_text, interrupted_hint
+    from reactgraph.app.engines import EngineError
+    from reactgraph.app.hints import check_text, interrupted_hint
     from reactgraph.app.results import ResultsUnwritable
     from reactgraph.storage.database import DatabaseError, ThreadBusy
 
-    args = make_parser().parse_args(argv)
     out.configure_logging(args.verbose)
     hint = interrupted_hint(args)
     if hint is not None:
         interrupts.stoppable(hint)
     try:
         check_text(args)
-        return args.handler(args)
-    except (UsageError, DatabaseError, ThreadBusy, ResultsUnwritable) as error:
+        return command(args.handler)(args)
+    except (UsageError, DatabaseError, ThreadBusy, EngineError, ResultsUnwritable) as error:
         out.fail(str(error))
         return 2
 

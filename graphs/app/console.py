@@ -8,24 +8,30 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
 from reactgraph.nodes.notes import UPDATE_NOTES
 from reactgraph.nodes.prompts import NOTES_ELIDED
+from reactgraph.nodes.statuses import ENDINGS
 from reactgraph.storage.database import RunRecord
 
 console = Console(highlight=False, soft_wrap=True)
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
+_TONES = {"good": "green", "partial": "yellow", "bad": "red"}
 STATUS_STYLE = {
-    "answered": "green",
-    "turn_limit": "yellow",
-    "stopped_early": "yellow",
-    "stuck": "red",
-    "context_exhausted": "red",
-    "interrupted": "magenta",
+    **{e.status: _TONES[e.tone] for e in ENDINGS.values()},
+    "interrupted": "magenta",  # a thread's state, not how a run ended
+    "damaged": "bold red",  # a thread whose checkpoint cannot be read
 }
 
 
@@ -136,11 +142,12 @@ def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
     )
 
 
-def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
-    """``reactgraph threads``: one row per run in the database."""
+def print_threads(rows: list[tuple[RunRecord, str, int | None]], header: bool = True) -> None:
+    """``reactgraph threads``: one row per run in the database (turns ``?`` when unknown). The
+    listing comes a page at a time: each page after the first is printed without a header."""
     # What the other columns leave of the terminal, so the question is cut by us, at a word.
     width = max(20, min(70, console.width - 50))
-    table = Table("thread", "variant", "status", "turns", box=None)
+    table = Table("thread", "variant", "status", "turns", box=None, show_header=header)
     table.add_column("question", no_wrap=True, overflow="ellipsis")
     for record, status, turns in rows:
         style = STATUS_STYLE.get(status, "white")
@@ -148,7 +155,7 @@ def print_threads(rows: list[tuple[RunRecord, str, int]]) -> None:
             escape(record.thread_id),
             record.variant,
             f"[{style}]{status}[/{style}]",
-            str(turns),
+            "?" if turns is None else str(turns),
             escape(clip(record.question, width)),
         )
     console.print(table if rows else "[dim]no threads in this database[/dim]")
@@ -163,12 +170,28 @@ def configure_logging(verbose: bool) -> None:
     logging.getLogger("psycopg").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
-def progress() -> Progress:
-    """The batch command's progress bar."""
-    return Progress(
+class FlightColumn(ProgressColumn):
+    """How many runs are in flight now (read from the engine's ``Flight`` at each refresh), and
+    how many have failed (the task's ``failed`` field)."""
+
+    def __init__(self, flight: Any) -> None:
+        super().__init__()
+        self.flight = flight
+
+    def render(self, task: Task) -> Text:
+        failed = task.fields.get("failed", 0)
+        style = "red" if failed else "dim"
+        return Text(f"{self.flight.running} in flight, {failed} failed", style=style)
+
+
+def progress(flight: Any = None) -> Progress:
+    """The batch command's progress bar: done of all, and with the engine's ``flight`` the runs
+    in flight and failed."""
+    columns: list[Any] = [
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
+    ]
+    if flight is not None:
+        columns.append(FlightColumn(flight))
+    return Progress(*columns, TimeElapsedColumn(), console=console)

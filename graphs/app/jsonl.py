@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from reactgraph.nodes.storable import unstorable
+
 MAX_LINE_BYTES = 1_000_000
 _DRAIN_BYTES = 1 << 16
 _GENERATED_ID = re.compile(r"line-[0-9]+")
@@ -56,7 +58,17 @@ def line_id(entry: dict[str, Any], number: int) -> str:
         raise Skip('"id" must be a string or a number')
     if isinstance(given, str) and not given.strip():
         raise Skip('"id" must not be empty')
+    if isinstance(given, str):
+        refuse_unstorable("id", given)
     return id_text(given)
+
+
+def refuse_unstorable(field: str, text: str) -> None:
+    """``Skip`` when ``text`` holds a character no database or results file can store (a NUL, a
+    lone surrogate from a ``\\ud800`` escape): the line is skipped, never half run."""
+    problem = unstorable(text)
+    if problem is not None:
+        raise Skip(f"the {field} cannot be stored: it holds a {problem}")
 
 
 def json_error(error: Exception) -> str:

@@ -10,13 +10,29 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from reactgraph.app import console as out
 from reactgraph.app.jsonl import BadLine, id_text, read_jsonl_stream
+
+
+def keyed_by(*fields: str) -> Callable[[dict[str, Any]], str | None]:
+    """An identity for result lines: the ``key`` and a digest of ``fields`` (the question's
+    text, ...), so a line counts as done only for the very input it answered."""
+
+    def identity(line: dict[str, Any]) -> str | None:
+        key = _key(line)
+        if key is None:
+            return None
+        parts = json.dumps([line.get(name) for name in fields], ensure_ascii=True)
+        return f"{key}\n{hashlib.sha256(parts.encode()).hexdigest()[:20]}"
+
+    return identity
 
 
 def _key(result: dict[str, Any]) -> str | None:
@@ -31,8 +47,13 @@ class Results:
     """The results file: which questions it holds a finished result for, read again from where
     it was last read, and appends of one whole line each."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(
+        self, path: str, identity: Callable[[dict[str, Any]], str | None] | None = None
+    ) -> None:
+        """``identity`` (default: the line's key) says which lines answer the same input;
+        ``done`` holds the identities of the finished ones."""
         self.path = path
+        self.identity = identity or _key
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         self._offset = 0
@@ -58,24 +79,25 @@ class Results:
                     if report:
                         out.warn(f"{self.path}:{number}: not a result line; ignored")
                 elif value.get("status") and not value.get("error"):
-                    key = _key(value)
+                    key = self.identity(value)
                     if key is not None:
                         self.done.add(key)
                 position = stream.tell()
         self._offset = position
 
     def record(self, line: dict[str, Any]) -> bool:
-        """Append a result line (with its ``key``) unless a finished result with that key is
-        there already (written by another process on this file); whether it was appended.
+        """Append a result line (with its ``key``) unless a finished result with its identity
+        is there already (written by another process on this file); whether it was appended.
         Holds the file's lock while it reads and writes."""
+        identity = self.identity(line)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             self.refresh()
-            if line["key"] in self.done:
+            if identity in self.done:
                 return False
             self.append(line)
-            if line.get("error") is None:
-                self.done.add(line["key"])
+            if line.get("error") is None and identity is not None:
+                self.done.add(identity)
             return True
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -84,7 +106,12 @@ class Results:
         """One line in one write, durable, started on a fresh line after a torn one. A write
         that fails or falls short (a full disk, a file size limit) is taken back whole, so no
         line is torn: ``ResultsUnwritable``."""
-        data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
+        try:
+            data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
+        except UnicodeEncodeError:
+            # A lone surrogate (the readers refuse them; an error text may still carry one):
+            # JSON's escapes store it, and it reads back as it was.
+            data = (json.dumps(line) + "\n").encode()
         size = os.fstat(self._fd).st_size
         if size and os.pread(self._fd, 1, size - 1) != b"\n":
             data = b"\n" + data

@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from reactgraph import build_graph
+from reactgraph.app.flags import RunOptions
 from reactgraph.app.pool import Job, Runner
 from reactgraph.batch import result_of
 from reactgraph.models import chat_model
+from reactgraph.settings import check_all
 from reactgraph.storage.database import RunRecord, aopen_db, new_record
-from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, thread_lock
+from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, athread_lock
 from reactgraph.storage.pruning import prune_thread
-from reactgraph.tools import DEFAULT_CORPUS, calculator, search_tools
+from reactgraph.storage.status import aread_thread
+from reactgraph.tools import default_tools
 from reactgraph.variants import variant as spec_of
 
 
@@ -39,8 +42,8 @@ class Recipe:
     settings: dict[str, Any]
     db: str
     prune: bool = False
-    mcp: str | None = None
-    default_tools: bool = True
+    options: RunOptions = dataclasses.field(default_factory=RunOptions)
+    """The command line's own options (notes store, MCP servers, bundled tools)."""
     concurrency: int = 8
     model_factory: Callable[[], Any] | None = None
     """Builds the chat model instead of ``chat_model(model, ...)``: a scripted model in tests,
@@ -48,36 +51,45 @@ class Recipe:
 
     def record(self, thread: str, question: str) -> RunRecord:
         """The run record of one question's thread (what ``show`` and ``resume`` read)."""
-        settings = {**self.settings, **({"mcp": self.mcp} if self.mcp else {})}
-        if not self.default_tools:
-            settings["default_tools"] = False
         return new_record(
-            thread, question, self.variant, self.model, self.base_url, self.corpus, settings
+            thread,
+            question,
+            self.variant,
+            self.model,
+            self.base_url,
+            self.corpus,
+            settings_of(self.variant, self.settings),
+            self.options.as_dict(),
         )
 
 
-def toolset(
-    corpus: str | None, mcp: str | None, default_tools: bool, tool_timeout: float | None
-) -> list[Any]:
+def settings_of(variant: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Those of ``settings`` that ``variant`` takes (an eval's apply to the variants that take
+    them)."""
+    spec = spec_of(variant)
+    return {k: v for k, v in settings.items() if spec.setting(k) is not None}
+
+
+def tool_timeout(variant: str, settings: dict[str, Any]) -> float:
+    """The tool timeout a graph of ``variant`` built with ``settings`` has (its spec's default
+    unless given)."""
+    own = settings_of(variant, settings)
+    return check_all(variant, spec_of(variant).settings, own, where="build")["tool_timeout"]
+
+
+def toolset(corpus: str | None, options: RunOptions, timeout: float) -> list[Any]:
     """The bundled search (over ``corpus``) and calculator unless left out, and the tools of
-    the MCP servers in the file ``mcp``, each call bounded by the tool timeout."""
+    the MCP servers in ``options.mcp``, each call bounded by ``timeout`` (the tool timeout)."""
     tools: list[Any] = []
-    if default_tools:
-        tools += [*search_tools(corpus or DEFAULT_CORPUS), calculator]
-    if mcp:
+    if options.default_tools:
+        tools += default_tools(corpus)
+    if options.mcp:
         from reactgraph.tools.mcp import load_mcp_tools, normalize_servers
 
         # Several servers often share tool names (add, search): then every name says its server.
-        prefix = len(normalize_servers(mcp)) > 1
-        tools += load_mcp_tools(mcp, call_timeout=tool_timeout, prefix=prefix)
+        prefix = len(normalize_servers(options.mcp)) > 1
+        tools += load_mcp_tools(options.mcp, call_timeout=timeout, prefix=prefix)
     return tools
-
-
-async def _status(graph: Any, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    state = await graph.aget_state(config)
-    if not state.values:
-        return "unknown", {}
-    return ("interrupted" if state.next else "finished"), state.values
 
 
 @contextlib.asynccontextmanager
@@ -94,10 +106,8 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
             timeout=recipe.timeout,
             concurrency=recipe.concurrency,
         )
-    timeout = recipe.settings.get("tool_timeout")
-    tools = await asyncio.to_thread(
-        toolset, recipe.corpus, recipe.mcp, recipe.default_tools, timeout
-    )
+    timeout = tool_timeout(recipe.variant, recipe.settings)
+    tools = await asyncio.to_thread(toolset, recipe.corpus, recipe.options, timeout)
     async with aopen_db(recipe.db) as (saver, store):
         leases: dict[str, Lease] = {}
         guarded = GuardedSaver(saver, leases)
@@ -109,13 +119,11 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
             pages = extra.get("pages")
             if variant in graphs and pages is None:
                 return graphs[variant]
-            settings = {k: v for k, v in recipe.settings.items() if k != "notes_in_db"}
-            if recipe.settings.get("notes_in_db"):
+            settings: dict[str, Any] = settings_of(variant, recipe.settings)
+            if recipe.options.notes_in_db:
                 settings["store"] = store
-            if spec_of(variant).setting("context_window") is None:
-                settings.pop("context_window", None)
             # A question with its own pages (HotpotQA) searches those, and only those.
-            own = tools if pages is None else [*search_tools(pages=pages), calculator]
+            own = tools if pages is None else default_tools(pages=pages)
             graph = build_graph(variant, model=model, tools=own, checkpointer=guarded, **settings)
             if pages is None:
                 graphs[variant] = graph
@@ -126,7 +134,8 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
             started = time.perf_counter()
             try:
                 graph = graph_for(job)
-                with thread_lock(recipe.db, job.thread_id) as lease:
+                # On PostgreSQL the run's writes go over the lock's own connection.
+                async with athread_lock(recipe.db, job.thread_id, saver) as lease:
                     leases[job.thread_id] = lease
                     try:
                         values = await _run_held(recipe, graph, store, job, config)
@@ -147,7 +156,7 @@ async def _run_held(
     recipe: Recipe, graph: Any, store: Any, job: Job, config: dict[str, Any]
 ) -> dict[str, Any]:
     """Run (or resume, or just read) one question's thread while holding its lock."""
-    status, values = await _status(graph, config)
+    status, values = await aread_thread(graph, job.thread_id)
     if status == "interrupted":
         values = await graph.ainvoke(None, config)  # a killed worker left it half done
     elif status == "unknown":

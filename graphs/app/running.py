@@ -12,33 +12,34 @@ from typing import Any
 from reactgraph import build_graph
 from reactgraph.app import console as out
 from reactgraph.app import interrupts
+from reactgraph.app.engines import check_engine
 from reactgraph.app.options import (
     DB_FAULTS,
     UsageError,
     build_for,
     held,
-    load_record,
     make_model,
-    reader,
     resume_hint,
     run_settings,
     saved_hint,
 )
 from reactgraph.app.runner import Recipe
+from reactgraph.app.viewing import load_record, reader
+from reactgraph.graph import DURABILITY
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
+from reactgraph.storage.address import is_postgres
 from reactgraph.storage.database import (
-    DURABILITY,
     DatabaseError,
     RunRecord,
     explain,
-    is_postgres,
     new_record,
     open_db,
-    thread_status,
 )
+from reactgraph.storage.locks import Lease, ThreadBusy, lease_saver
 from reactgraph.storage.pruning import prune_thread, vacuum
-from reactgraph.tools import calculator, search_tools
+from reactgraph.storage.status import ThreadDamaged, read_thread, thread_status
+from reactgraph.tools import default_tools
 
 
 def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[Any]:
@@ -51,9 +52,10 @@ def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[A
         raise UsageError(str(error)) from None
 
 
-def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str) -> int:
+def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str, lease: Lease) -> int:
     """Print each turn of a started run live; spent retries and a database fault leave it
-    resumable and say how (Ctrl-C too: ``reactgraph.app.interrupts``)."""
+    resumable and say how (Ctrl-C too: ``reactgraph.app.interrupts``). A lost lock stops the
+    run at its next write."""
     hint = resume_hint(record.thread_id, db)
     try:
         for turn in out.turns_in(updates):
@@ -65,6 +67,13 @@ def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str) -
         text = str(error) if isinstance(error, DatabaseError) else explain(db, error)
         # A server that went away keeps every step it stored; a damaged file may not.
         after = f". The run is saved up to its last step; resume it with: {hint}"
+        if lease.lost():
+            # The writes go over the lock's connection: none could follow the lost lock.
+            after = (
+                f"; the lock on thread {record.thread_id} went with its connection, so the run "
+                "stopped before writing again (another process may have taken the thread over)"
+                f". The run is saved up to its last step; resume it with: {hint}"
+            )
         out.fail(text + (after if is_postgres(db) else ""))
         return 2
     values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
@@ -77,14 +86,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
         raise UsageError('the question is empty: reactgraph ask "your question"')
     if args.corpus is not None and not os.path.isdir(args.corpus):
         raise UsageError(f"corpus folder not found: {args.corpus}")
-    settings = run_settings(args)
+    settings, options = run_settings(args)
     model = make_model(args.model, args.base_url, args.timeout)
     thread = args.thread or uuid.uuid4().hex[:12]
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     record = new_record(
-        thread, args.question, args.variant, args.model, base_url, args.corpus, settings
+        thread,
+        args.question,
+        args.variant,
+        args.model,
+        base_url,
+        args.corpus,
+        settings,
+        options.as_dict(),
     )
-    with open_db(args.db) as (saver, store), held(args.db, thread):
+    with open_db(args.db) as (saver, store), held(args.db, thread) as lease:
         # Checked under the lock: a second `ask` on this thread can no longer pass the check
         # while the first is still starting, then overwrite its record.
         if RunRecord.load(store, thread) is not None:
@@ -92,27 +108,27 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 f"thread {thread} already exists in {args.db}; "
                 f"`reactgraph resume {thread}` or pick another --thread"
             )
-        graph = build_for(record, model, saver, store)
+        graph = build_for(record, model, lease_saver(saver, lease), store)
         updates = start(graph, {"question": args.question}, thread)
         record.save(store)
         # From here a stop leaves a thread that `resume` finishes (before, Ctrl-C waits).
         interrupts.stoppable(saved_hint(thread, args.db))
         out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
-        return stream_run(graph, updates, record, args.db)
+        return stream_run(graph, updates, record, args.db, lease)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     if not is_postgres(args.db) and not os.path.exists(args.db):
         raise UsageError(f"no database at {args.db}")  # nothing to resume; create nothing
-    with open_db(args.db) as (saver, store), held(args.db, args.thread):
+    with open_db(args.db) as (saver, store), held(args.db, args.thread) as lease:
         record = load_record(store, args.thread, args.db)
         name, url = args.model or record.model, args.base_url or record.base_url
-        graph = build_for(record, make_model(name, url, args.timeout), saver, store)
-        config = {"configurable": {"thread_id": record.thread_id}}
-        status = thread_status(graph, record.thread_id)
+        model = make_model(name, url, args.timeout)
+        graph = build_for(record, model, lease_saver(saver, lease), store)
+        status, values = read_thread(graph, record.thread_id)
         if status == "finished":
             out.console.print(f"Thread {record.thread_id} has already finished.")
-            out.print_result(graph.get_state(config).values)
+            out.print_result(values)
             return 0
         if (name, url) != (record.model, record.base_url):
             record = record.moved_to(name, url)
@@ -121,7 +137,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         payload = {"question": record.question} if status == "unknown" else None
         updates = start(graph, payload, record.thread_id)
         out.console.print(f"[dim]resuming thread {record.thread_id} ({name})[/dim]")
-        return stream_run(graph, updates, record, args.db)
+        return stream_run(graph, updates, record, args.db, lease)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -133,7 +149,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     out.console.print(f"\nQuestion: {DEMO_QUESTION}")
     model = ScriptedChatModel(replies=DEMO_REPLIES)
-    graph = build_graph("transcript", model=model, tools=[*search_tools(), calculator])
+    graph = build_graph("transcript", model=model, tools=default_tools())
     values: dict[str, Any] = {}
     for mode, chunk in graph.stream({"question": DEMO_QUESTION}, stream_mode=["updates", "values"]):
         if mode == "values":
@@ -148,18 +164,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     from reactgraph.app.batchfile import run_file
 
+    engine = engine_from(args)
     recipe = recipe_from(args)
     return run_file(
-        recipe, args.questions, args.out, workers=args.workers, concurrency=args.concurrency
+        recipe,
+        args.questions,
+        args.out,
+        workers=args.workers,
+        concurrency=args.concurrency,
+        **engine,
     )
 
 
-def recipe_from(args: argparse.Namespace) -> Recipe:
-    """How each worker of a batch (or an eval) builds its graph, checked here first so a bad
-    option is one line before any worker starts."""
+def engine_from(args: argparse.Namespace) -> dict[str, Any]:
+    """``--engine`` and ``--ray-address`` as ``run_jobs`` takes them, checked."""
+    try:
+        check_engine(args.engine, args.ray_address)
+    except ValueError:
+        raise UsageError("--ray-address is for --engine ray") from None
+    except ImportError:
+        raise UsageError("--engine ray needs Ray: pip install 'reactgraph[ray]'") from None
+    return {"engine": args.engine, "address": args.ray_address}
+
+
+def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> Recipe:
+    """How each worker of a batch (or an eval, of ``variants``) builds its graph, checked here
+    first so a bad option is one line before any worker starts."""
     if args.corpus is not None and not os.path.isdir(args.corpus):
         raise UsageError(f"corpus folder not found: {args.corpus}")
-    settings = run_settings(args)
+    settings, options = run_settings(args, variants)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
     db = args.db if is_postgres(args.db) else os.path.abspath(args.db)
     with open_db(db):
@@ -170,32 +203,46 @@ def recipe_from(args: argparse.Namespace) -> Recipe:
         base_url=args.base_url or os.environ.get("OPENAI_BASE_URL") or None,
         timeout=args.timeout,
         corpus=os.path.abspath(args.corpus) if args.corpus else None,
-        settings={k: v for k, v in settings.items() if k not in ("mcp", "default_tools")},
+        settings=settings,
         db=db,
         prune=args.prune,
-        mcp=settings.get("mcp"),
-        default_tools=settings.get("default_tools", True),
+        options=options,
         concurrency=args.concurrency,
     )
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    """Reduce finished threads to their final state (see ``reactgraph.storage.pruning``)."""
+    """Reduce finished threads to their final state (see ``reactgraph.storage.pruning``). Each
+    thread is pruned under its lock, and only when it has really finished: a thread another
+    process is running, a thread with a step due and a damaged thread are kept whole."""
     if not args.threads and not args.finished:
         raise UsageError("name the threads to prune, or pass --finished for every finished one")
     pruned = skipped = 0
     with open_db(args.db) as (saver, store):
-        records = [load_record(store, t, args.db) for t in args.threads] or RunRecord.all(store)
-        for record in records:
-            graph = reader(record.variant, saver)
-            if thread_status(graph, record.thread_id) != "finished":
+        named = (load_record(store, t, args.db) for t in args.threads)
+        for record in named if args.threads else RunRecord.each(store):
+            if _prune_one(args, reader(record.variant, saver), record.thread_id):
+                pruned += 1
+            else:
                 skipped += 1
-                if args.threads:
-                    out.warn(f"thread {record.thread_id} has not finished; kept whole")
-                continue
-            prune_thread(graph, args.db, record.thread_id)
-            pruned += 1
     if pruned and not is_postgres(args.db):
         vacuum(args.db)
     out.console.print(f"pruned {pruned} finished thread(s); {skipped} not finished, kept whole")
     return 0
+
+
+def _prune_one(args: argparse.Namespace, graph: Any, thread: str) -> bool:
+    """Prune one thread while holding its lock; whether it was pruned."""
+    try:
+        with held(args.db, thread):
+            if thread_status(graph, thread) != "finished":
+                if args.threads:
+                    out.warn(f"thread {thread} has not finished; kept whole")
+                return False
+            prune_thread(graph, args.db, thread)
+            return True
+    except ThreadBusy:
+        out.warn(f"thread {thread} is running in another process; kept whole")
+    except ThreadDamaged as damaged:
+        out.warn(f"{damaged}; kept whole")
+    return False

@@ -9,50 +9,80 @@ from typing import Any
 
 from reactgraph import build_graph
 from reactgraph.app import console as out
-from reactgraph.app.options import UsageError, load_record, reader
+from reactgraph.app.flags import UsageError
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
 from reactgraph.scripted import ScriptedChatModel
-from reactgraph.storage.database import NoDatabase, RunRecord, open_db, thread_status
+from reactgraph.storage.database import RECORDS_PAGE, NoDatabase, RunRecord, open_db
+from reactgraph.storage.status import ThreadDamaged, read_thread
 from reactgraph.variants import variant
+
+
+def reader(name: str, saver: Any) -> Any:
+    """A graph that only reads the checkpoints of a variant's threads: no tools, no model call,
+    and a fixed context window, so nothing looks one up (or warns that it cannot)."""
+    try:
+        spec = variant(name)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    window = {"context_window": FALLBACK_WINDOW} if spec.setting("context_window") else {}
+    return build_graph(name, model=ScriptedChatModel(), tools=[], checkpointer=saver, **window)
+
+
+def load_record(store: Any, thread: str, db: str) -> RunRecord:
+    """The thread's record; an unknown thread is the person's mistake."""
+    record = RunRecord.load(store, thread)
+    if record is None:
+        raise UsageError(f"unknown thread {thread!r} in {db} (`reactgraph threads` lists them)")
+    return record
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     with open_db(args.db, read_only=True) as (saver, store):
         record = load_record(store, args.thread, args.db)
         graph = reader(record.variant, saver)
-        values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
-        out.print_run(record, thread_status(graph, record.thread_id), values)
+        status, values = read_thread(graph, record.thread_id)
+        out.print_run(record, status, values)
     return 0
 
 
 def cmd_threads(args: argparse.Namespace) -> int:
-    rows = []
+    """Every thread, a page at a time (so memory stays bounded however many there are); a
+    thread whose rows cannot be read is listed as damaged."""
     try:
         with open_db(args.db, read_only=True) as (saver, store):
             graphs: dict[str, Any] = {}
-            for record in RunRecord.all(store):
+            page: list[tuple[RunRecord, str, int | None]] = []
+            first = True
+            for record in RunRecord.each(store):
                 graph = graphs.get(record.variant) or reader(record.variant, saver)
                 graphs[record.variant] = graph
-                config = {"configurable": {"thread_id": record.thread_id}}
-                values = graph.get_state(config).values
-                status = thread_status(graph, record.thread_id)
-                shown = values.get("status") if status == "finished" else status
-                rows.append((record, shown or status, len(values.get("turns") or [])))
+                page.append(_row(graph, record))
+                if len(page) == RECORDS_PAGE:
+                    out.print_threads(page, header=first)
+                    page, first = [], False
+            if page or first:
+                out.print_threads(page, header=first)
     except NoDatabase as missing:
         # Nothing has run against this path yet: an empty listing, not an error.
         out.console.print(f"[dim]no threads: {missing}[/dim]")
         return 0
-    out.print_threads(rows)
     return 0
+
+
+def _row(graph: Any, record: RunRecord) -> tuple[RunRecord, str, int | None]:
+    """A listing row: the run's own status once finished (answered, capped, ...), else where
+    it stands; ``damaged`` (turns unknown) when its rows cannot be read."""
+    try:
+        status, values = read_thread(graph, record.thread_id)
+    except ThreadDamaged:
+        return record, "damaged", None
+    shown = values.get("status") if status == "finished" else status
+    return record, shown or status, len(values.get("turns") or [])
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
     """Print a variant's Mermaid drawing, or write it as a PNG (pygraphviz, no network)."""
-    # A drawing needs no model: a fixed window spares the lookup (and its warning).
-    spec = variant(args.variant)
-    window = {"context_window": FALLBACK_WINDOW} if spec.setting("context_window") else {}
-    graph = build_graph(args.variant, model=ScriptedChatModel(), tools=[], **window)
-    drawing = graph.get_graph()
+    drawing = reader(args.variant, None).get_graph()  # a drawing needs no model either
     if args.png is None:
         out.console.print(drawing.draw_mermaid(), markup=False)
         return 0

@@ -17,20 +17,18 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
+from reactgraph.storage.address import DEFAULT_DB, is_postgres
 from reactgraph.storage.compression import serializer
 from reactgraph.storage.faults import explain
 
 # The thread lock's old home: these names stay importable from here.
 from reactgraph.storage.locks import ThreadBusy as ThreadBusy
-from reactgraph.storage.locks import is_postgres
 from reactgraph.storage.locks import thread_lock as thread_lock
+from reactgraph.storage.setuplock import asetup_lock, setup_lock
 
-# The durability that makes a run resumable after SIGKILL at any point: each step's checkpoint
-# is written before the next step starts ("async" can lose the last steps).
-DURABILITY = "sync"
-DEFAULT_DB = "runs/reactgraph.sqlite"
 RUNS = ("reactgraph", "runs")
 ThreadStatus = Literal["unknown", "interrupted", "finished"]
+RECORDS_PAGE = 500  # run records read at once by the listings (``threads``, ``prune --finished``)
 
 
 class DatabaseError(RuntimeError):
@@ -85,16 +83,18 @@ def open_db(
                 PostgresSaver.from_conn_string(db) as saver,
                 PostgresStore.from_conn_string(db) as store,
             ):
-                saver.setup()
-                store.setup()
+                with setup_lock(db):  # two commands on a fresh database would race
+                    saver.setup()
+                    store.setup()
                 yield saver, store
         except Exception as error:
             if type(error).__module__.startswith("psycopg"):
                 raise DatabaseError(explain(db, error)) from error
             raise
         return
-    from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
+
+    from reactgraph.storage.history import IndexedSqliteSaver
 
     if read_only and not Path(db).exists():
         raise NoDatabase(f"no database at {db}")
@@ -105,7 +105,7 @@ def open_db(
         checkpoints.close()
         raise
     try:
-        saver, store = SqliteSaver(checkpoints, serde=serializer()), SqliteStore(rows)
+        saver, store = IndexedSqliteSaver(checkpoints, serde=serializer()), SqliteStore(rows)
         tables = {name for (name,) in checkpoints.execute("SELECT name FROM sqlite_master")}
         if read_only and {"checkpoints", "writes"} <= tables:
             # Its setup would switch the file to WAL, a write: the tables are there already.
@@ -137,16 +137,18 @@ async def aopen_db(db: str = DEFAULT_DB) -> AsyncIterator[tuple[BaseCheckpointSa
             AsyncPostgresSaver.from_conn_string(db) as saver,
             AsyncPostgresStore.from_conn_string(db) as store,
         ):
-            await saver.setup()
-            await store.setup()
+            async with asetup_lock(db):
+                await saver.setup()
+                await store.setup()
             yield saver, store
         return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    from reactgraph.storage.history import IndexedAsyncSqliteSaver
 
     _sqlite(db).close()  # create the folder and check the file once, with a clear error
     async with (
-        AsyncSqliteSaver.from_conn_string(db) as saver,
+        IndexedAsyncSqliteSaver.from_conn_string(db) as saver,
         AsyncSqliteStore.from_conn_string(db) as store,
     ):
         saver.serde = serializer()  # from_conn_string takes no serializer
@@ -166,7 +168,11 @@ class RunRecord:
     base_url: str | None
     corpus: str | None
     settings: dict[str, Any]
+    """The settings given when it started (the variant's defaults stand for the others)."""
     created: float
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """What the command line chose besides the settings: ``notes_in_db``, ``mcp``,
+    ``default_tools`` (see ``reactgraph.app.flags.RunOptions``)."""
 
     @classmethod
     def load(cls, store: BaseStore, thread_id: str) -> RunRecord | None:
@@ -189,10 +195,25 @@ class RunRecord:
         store.put(RUNS, self.thread_id, dict(self.__dict__))
 
     @staticmethod
+    def each(store: BaseStore, page: int | None = None) -> Iterator[RunRecord]:
+        """Every recorded run, about newest first (the store orders by its update time, to the
+        second), read ``page`` records at a time: memory stays bounded however many there are.
+        A run recorded while this reads can push the rest back by one; a record that then
+        reappears at the top of the next page is not given twice."""
+        size = page or RECORDS_PAGE
+        offset, previous = 0, set[str]()
+        while True:
+            items = store.search(RUNS, limit=size, offset=offset)
+            fresh = [RunRecord.from_value(i.value) for i in items if i.key not in previous]
+            yield from sorted(fresh, key=lambda r: -r.created)
+            if len(items) < size:
+                return
+            offset, previous = offset + len(items), {item.key for item in items}
+
+    @staticmethod
     def all(store: BaseStore) -> list[RunRecord]:
-        """Every recorded run, newest first."""
-        items = store.search(RUNS, limit=100_000)
-        return sorted((RunRecord.from_value(i.value) for i in items), key=lambda r: -r.created)
+        """Every recorded run, newest first, as a list (``each`` reads them a page at a time)."""
+        return sorted(RunRecord.each(store), key=lambda r: -r.created)
 
 
 def new_record(
@@ -203,15 +224,16 @@ def new_record(
     base_url: str | None,
     corpus: str | None,
     settings: dict[str, Any],
+    options: dict[str, Any] | None = None,
 ) -> RunRecord:
     """A record for a run starting now."""
-    return RunRecord(thread_id, question, variant, model, base_url, corpus, settings, time.time())
+    return RunRecord(
+        thread_id, question, variant, model, base_url, corpus, settings, time.time(), options or {}
+    )
 
 
 def thread_status(graph: CompiledStateGraph, thread_id: str) -> ThreadStatus:
-    """``finished`` when the run reached an exit, ``interrupted`` when a step is still due
-    (a crash, a kill, Ctrl-C, spent retries), ``unknown`` when the thread has no checkpoint."""
-    snapshot = graph.get_state({"configurable": {"thread_id": thread_id}})
-    if not snapshot.values:
-        return "unknown"
-    return "interrupted" if snapshot.next else "finished"
+    """``reactgraph.storage.status.thread_status``: the one status every command reads."""
+    from reactgraph.storage.status import thread_status as status
+
+    return status(graph, thread_id)

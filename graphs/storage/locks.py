@@ -9,6 +9,12 @@ worker whose lock vanished can never write over the worker that took the thread 
 through ``guarded(saver, leases)``: before each checkpoint write it asks the thread's lease
 whether the lock is still held, and raises ``LockLost`` instead of writing if not. The step in
 flight is then lost (the new holder redoes it), never written twice.
+
+Better still, a run writes its checkpoints over the very connection that holds its lock, so once
+the lock is gone (its connection died) no write can follow it, not even one that passed the
+check: ``ask`` and ``resume`` through ``lease_saver(saver, lease)``, batch and eval workers
+through ``guarded`` with leases from ``athread_lock``, whose writes go over the lease's own
+connection.
 """
 
 from __future__ import annotations
@@ -16,13 +22,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from reactgraph.nodes.notes import safe_name
+from reactgraph.storage.address import is_postgres
 
 
 class ThreadBusy(RuntimeError):
@@ -33,23 +40,37 @@ class LockLost(RuntimeError):
     """This process no longer holds the thread's lock; it stopped before writing."""
 
 
-def is_postgres(db: str) -> bool:
-    """Whether ``db`` names a PostgreSQL database rather than a SQLite file."""
-    return db.startswith(("postgresql://", "postgres://"))
-
-
 class Lease:
     """Proof that this process holds a thread; ``check()`` raises ``LockLost`` once it does
     not."""
 
-    def __init__(self, thread_id: str, connection: Any = None) -> None:
+    def __init__(
+        self, thread_id: str, connection: Any = None, writer: BaseCheckpointSaver | None = None
+    ) -> None:
         self.thread_id = thread_id
         self._connection = connection
         self._lock = threading.Lock()
+        self.writer = writer
+        """A saver over the lock's own connection that the run's writes go through, or None."""
+
+    @property
+    def connection(self) -> Any:
+        """The PostgreSQL connection whose session holds the lock (None for a flock)."""
+        return self._connection
+
+    def lost(self) -> bool:
+        """Whether the lock's connection is known to be gone, and the lock with it."""
+        connection = self._connection
+        return connection is not None and (connection.closed or connection.broken)
 
     def check(self) -> None:
         if self._connection is None:
             return  # a flock lives as long as this process
+        if self.writer is not None:
+            # The writes go over the lock's connection: a lost lock fails the write itself.
+            if self.lost():
+                raise LockLost(f"lost the lock on thread {self.thread_id}: its connection closed")
+            return
         with self._lock:
             try:
                 # The lock's connection holds this one lock and nothing else.
@@ -95,6 +116,46 @@ def thread_lock(db: str, thread_id: str) -> Iterator[Lease]:
         yield Lease(thread_id)
 
 
+@contextlib.asynccontextmanager
+async def athread_lock(db: str, thread_id: str, saver: BaseCheckpointSaver) -> AsyncIterator[Lease]:
+    """``thread_lock`` for async runs: on PostgreSQL the lock's connection is async, and the
+    lease's ``writer`` (a saver like the async ``saver``, over that connection) is what
+    ``guarded`` writes the thread's checkpoints with."""
+    if not is_postgres(db):
+        with thread_lock(db, thread_id) as lease:  # a flock: local and quick
+            yield lease
+        return
+    import psycopg
+
+    name = f"reactgraph-lock:{thread_id}"[:63]
+    async with await psycopg.AsyncConnection.connect(
+        db, autocommit=True, application_name=name
+    ) as connection:
+        found = await connection.execute("SELECT hashtextextended(%s, 0)", (thread_id,))
+        key = (await found.fetchone())[0]
+        got = await (await connection.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone()
+        if not got or not got[0]:
+            raise ThreadBusy(f"thread {thread_id} is running in another process")
+        try:
+            yield Lease(thread_id, connection, type(saver)(connection, serde=saver.serde))
+        finally:
+            with contextlib.suppress(Exception):  # a dead connection has let go already
+                await connection.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+def lease_saver(saver: BaseCheckpointSaver, lease: Lease) -> BaseCheckpointSaver:
+    """The checkpointer a run under ``lease`` reads and writes with: on PostgreSQL a saver over
+    the lock's own connection (the lock and the writes share one session, so a lost lock is a
+    dead connection and no write can follow it); with a flock, which lives as long as this
+    process, ``saver`` itself."""
+    if lease.connection is None:
+        return saver
+    # The lock's connection is in autocommit mode, as PostgresSaver needs; its queries name
+    # their own row factory, so the connection's tuple rows do not matter. The saver's own class
+    # (PostgresSaver, or a subclass with its constructor) keeps what it adds.
+    return type(saver)(lease.connection, serde=saver.serde)
+
+
 class GuardedSaver(BaseCheckpointSaver):
     """A checkpointer that checks the thread's lease before every write; reads pass through."""
 
@@ -102,28 +163,33 @@ class GuardedSaver(BaseCheckpointSaver):
         super().__init__(serde=inner.serde)
         self.inner, self.leases = inner, leases
 
-    def _check(self, config: Any) -> None:
+    def _check(self, config: Any) -> Lease:
         thread = str((config.get("configurable") or {}).get("thread_id"))
         lease = self.leases.get(thread)
         if lease is None:
             raise LockLost(f"thread {thread} is written without holding its lock")
         lease.check()
+        return lease
 
     def put(self, config: Any, *args: Any, **kwargs: Any) -> Any:
-        self._check(config)
-        return self.inner.put(config, *args, **kwargs)
+        lease = self._check(config)
+        with _lost_if_gone(lease):
+            return (lease.writer or self.inner).put(config, *args, **kwargs)
 
     def put_writes(self, config: Any, *args: Any, **kwargs: Any) -> None:
-        self._check(config)
-        return self.inner.put_writes(config, *args, **kwargs)
+        lease = self._check(config)
+        with _lost_if_gone(lease):
+            return (lease.writer or self.inner).put_writes(config, *args, **kwargs)
 
     async def aput(self, config: Any, *args: Any, **kwargs: Any) -> Any:
-        self._check(config)
-        return await self.inner.aput(config, *args, **kwargs)
+        lease = self._check(config)
+        with _lost_if_gone(lease):
+            return await (lease.writer or self.inner).aput(config, *args, **kwargs)
 
     async def aput_writes(self, config: Any, *args: Any, **kwargs: Any) -> None:
-        self._check(config)
-        return await self.inner.aput_writes(config, *args, **kwargs)
+        lease = self._check(config)
+        with _lost_if_gone(lease):
+            return await (lease.writer or self.inner).aput_writes(config, *args, **kwargs)
 
     # Everything else is the inner saver's, unchanged.
     def get_tuple(self, config: Any) -> Any:
@@ -156,3 +222,18 @@ class GuardedSaver(BaseCheckpointSaver):
     @property
     def config_specs(self) -> list:
         return self.inner.config_specs
+
+
+@contextlib.contextmanager
+def _lost_if_gone(lease: Lease) -> Iterator[None]:
+    """A write that failed because the lock's connection died is ``LockLost``: nothing was
+    written, and the thread may be another process's now."""
+    try:
+        yield
+    except Exception as error:
+        if lease.writer is None or not lease.lost():
+            raise
+        raise LockLost(
+            f"lost the lock on thread {lease.thread_id}: its database connection failed "
+            f"({type(error).__name__}); stopped before writing"
+        ) from error

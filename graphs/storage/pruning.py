@@ -17,7 +17,8 @@ from langgraph.channels import DeltaChannel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite
 
-from reactgraph.storage.locks import is_postgres
+from reactgraph.storage.address import is_postgres
+from reactgraph.storage.status import read_thread, status_of
 
 
 class NotFinished(RuntimeError):
@@ -26,51 +27,53 @@ class NotFinished(RuntimeError):
 
 def _snapshot(graph: CompiledStateGraph, config: dict[str, Any]) -> str:
     """Write the final state as one self-contained checkpoint; its id."""
-    state = graph.get_state(config)
-    if state.next:
-        raise NotFinished(f"thread {config['configurable']['thread_id']} has not finished")
+    thread = config["configurable"]["thread_id"]
+    status, values = read_thread(graph, thread)
+    if status != "finished":
+        raise NotFinished(f"thread {thread} has not finished")
     delta = {name for name, ch in graph.channels.items() if isinstance(ch, DeltaChannel)}
     # An Overwrite of None would read back as "" (the channel's empty value): None is plain.
-    values = {
-        k: (Overwrite(v) if k in delta and v is not None else v) for k, v in state.values.items()
-    }
+    values = {k: (Overwrite(v) if k in delta and v is not None else v) for k, v in values.items()}
     # As if the cap exit had written it: that node leads only to END, so the run stays finished.
     exit_node = "force_answer" if "force_answer" in graph.nodes else "stop_run"
     written = graph.update_state(config, values, as_node=exit_node)
-    if graph.get_state(written).next:
+    if status_of(graph.get_state(written)) != "finished":
         raise NotFinished("pruning would have made the run resumable again")
     return str(written["configurable"]["checkpoint_id"])
 
 
 def _delete_older(db: str, thread: str, keep: str) -> None:
-    """Delete the thread's rows other than checkpoint ``keep`` (and the blobs it no longer
-    uses), on a connection of its own: the run's may be async, or busy."""
+    """Delete the thread's checkpoints and writes older than checkpoint ``keep`` (and the blobs
+    no checkpoint left uses), on a connection of its own: the run's may be async, or busy.
+    Checkpoint ids sort by time, so ``keep`` and anything newer (another prune's own snapshot,
+    say) always stay: two prunes of one thread at once leave its newest checkpoint."""
     if is_postgres(db):
         import psycopg
 
         with psycopg.connect(db) as connection, connection.transaction():
             connection.execute(
-                "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_id <> %s",
+                "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_id < %s",
+                (thread, keep),
+            )
+            connection.execute(
+                "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_id < %s",
                 (thread, keep),
             )
             connection.execute(
                 "DELETE FROM checkpoint_blobs b WHERE b.thread_id = %s AND NOT EXISTS ("
                 " SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id"
-                " AND c.checkpoint_ns = b.checkpoint_ns AND c.checkpoint_id = %s"
+                " AND c.checkpoint_ns = b.checkpoint_ns"
                 " AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
-                (thread, keep),
-            )
-            connection.execute(
-                "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_id <> %s",
-                (thread, keep),
+                (thread,),
             )
         return
     with contextlib.closing(sqlite3.connect(db, timeout=30)) as connection, connection:
         connection.execute(
-            "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id <> ?", (thread, keep)
+            "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id < ?",
+            (thread, keep),
         )
         connection.execute(
-            "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id <> ?", (thread, keep)
+            "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id < ?", (thread, keep)
         )
 
 

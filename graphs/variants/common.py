@@ -44,6 +44,16 @@ RETRY_BACKOFF_S = Setting(
     "Retry-After.",
     minimum=0,
 )
+MAX_COMPLETION_TOKENS = Setting(
+    "max_completion_tokens",
+    int,
+    4096,
+    "Cap on the tokens of each model reply (the forced answer and summaries too); None: no cap. "
+    "A reply cut at the cap gets a corrective Observation.",
+    minimum=1,
+    optional=True,
+    unset="no cap",
+)
 MODEL_NAME = Setting(
     "model_name",
     str,
@@ -70,6 +80,7 @@ COMMON = (
     STUCK_REPEATS,
     MODEL_RETRIES,
     RETRY_BACKOFF_S,
+    MAX_COMPLETION_TOKENS,
     MODEL_NAME,
     BASE_URL,
 )

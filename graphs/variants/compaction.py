@@ -3,8 +3,7 @@ goes on in a fresh window; a forced answer at the cap."""
 
 from __future__ import annotations
 
-from reactgraph.nodes import compaction
-from reactgraph.nodes.transcript import View
+from reactgraph.nodes.view import View
 from reactgraph.settings import Setting
 from reactgraph.spec import Step, Variant
 from reactgraph.variants.common import common
@@ -31,7 +30,9 @@ CONTEXT_WINDOW = Setting(
 )
 COMPACTION_SETTINGS = (COMPACTION_THRESHOLD, KEEP_TURNS, CONTEXT_WINDOW)
 
-COMPACT_HISTORY = Step("compact_history", compaction.compact_history, every_turn=True, can_end=True)
+COMPACT_HISTORY = Step(
+    "compact_history", "reactgraph.nodes.compaction", every_turn=True, can_end=True
+)
 
 COMPACTION = Variant(
     name="compaction",

@@ -3,8 +3,8 @@ the notes and only the last turns, and at the cap the run stops with its notes s
 
 from __future__ import annotations
 
-from reactgraph.nodes import notes, prompts
-from reactgraph.nodes.transcript import View
+from reactgraph.nodes import prompts
+from reactgraph.nodes.view import View
 from reactgraph.settings import Setting
 from reactgraph.spec import Action, Step, Variant
 from reactgraph.variants.common import common
@@ -24,8 +24,8 @@ NOTES_DIR = Setting(
 )
 NOTES_SETTINGS = (WINDOW_TURNS, MAX_NOTES_CHARS, NOTES_DIR)
 
-LOAD_NOTES = Step("load_notes", notes.load_notes, every_turn=False)
-UPDATE_NOTES = Action(notes.UPDATE_NOTES, prompts.UPDATE_NOTES_DESCRIPTION, notes.update_notes)
+LOAD_NOTES = Step("load_notes", "reactgraph.nodes.notes", every_turn=False)
+UPDATE_NOTES = Action("update_notes", prompts.UPDATE_NOTES_DESCRIPTION, "reactgraph.nodes.notes")
 
 NOTES = Variant(
     name="notes",

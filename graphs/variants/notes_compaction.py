@@ -8,7 +8,7 @@ So its runs end answered, stopped_early, stuck or context_exhausted.
 
 from __future__ import annotations
 
-from reactgraph.nodes.transcript import View
+from reactgraph.nodes.view import View
 from reactgraph.spec import Variant
 from reactgraph.variants.common import common
 from reactgraph.variants.compaction import COMPACT_HISTORY, COMPACTION_SETTINGS

@@ -21,7 +21,10 @@ import httpx
 
 from reactgraph.tools.mcp.errors import one_line
 
-__all__ = ["http_client", "normalize_servers", "origin_of", "server_label", "where"]
+__all__ = ["MAX_SERVERS", "http_client", "normalize_servers", "origin_of", "server_label", "where"]
+
+MAX_SERVERS = 64
+"""The most servers one config may list: each is started (a process, or a connection) at load."""
 
 # The keys the adapters take for each transport: another key is a typo to refuse (or, in an
 # mcpServers file, another client's own setting to drop).
@@ -146,7 +149,8 @@ def normalize_servers(servers: str | os.PathLike[str] | Mapping[str, Any]) -> di
     when it has a ``url``); one in a ``{"mcpServers": {...}}`` config may also spell it
     ``type``, carry other clients' keys (dropped) and be marked ``"disabled": true`` (left
     out). An HTTP server without an ``httpx_client_factory`` gets one that shares one SSL
-    context (see ``http_client``). Raises ValueError with one line on any fault.
+    context (see ``http_client``). At most ``MAX_SERVERS`` servers (disabled ones included).
+    Raises ValueError with one line on any fault.
     """
     origin = ""
     if isinstance(servers, str | os.PathLike):
@@ -167,6 +171,10 @@ def normalize_servers(servers: str | os.PathLike[str] | Mapping[str, Any]) -> di
             raise ValueError(
                 f"{origin}'mcpServers' must be an object, got {type(servers).__name__}"
             )
+    if len(servers) > MAX_SERVERS:  # checked before any is: each would be started at load
+        raise ValueError(
+            f"{origin}{len(servers):,} MCP servers configured; at most {MAX_SERVERS} per config"
+        )
     checked: dict[str, dict] = {}
     for name, entry in servers.items():
         connection = _server(name, entry, wrapped=wrapped, origin=origin)

@@ -16,7 +16,9 @@ from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.client import MultiServerMCPClient
 
 from reactgraph.tools.mcp.config import normalize_servers, origin_of, server_label, where
+from reactgraph.tools.mcp.errors import one_line
 from reactgraph.tools.mcp.loops import bounded, check_positive, run_sync
+from reactgraph.tools.mcp.names import MAX_NAME_CHARS, callable_name, clash_key
 from reactgraph.tools.mcp.tool import wrap
 
 __all__ = [
@@ -46,21 +48,55 @@ def named(
     loaded: list[list[BaseTool]],
     prefix: bool,
     origin: str,
-) -> list[tuple[str, BaseTool]]:
-    """(server, tool) pairs in config order; ValueError when two tools share a name."""
-    pairs: list[tuple[str, BaseTool]] = []
-    owner: dict[str, str] = {}
+) -> list[tuple[str, BaseTool, str]]:
+    """(server, tool, callable name) in config order. Each name is mended to one a model can
+    write (see ``callable_name``); ValueError when a name cannot be, or two tools would share
+    one (names that differ only in case, hyphens or spaces count as the same)."""
+    triples: list[tuple[str, BaseTool, str]] = []
+    owner: dict[str, tuple[str, str]] = {}  # clash key -> (server, name as offered)
     for name, tools in zip(connections, loaded, strict=True):
         for tool in tools:
-            if tool.name in owner:
-                hint = "" if prefix else "; load with prefix=True to name them <server>_<tool>"
+            mended = callable_name(tool.name)
+            if mended is None:
                 raise ValueError(
-                    f"{origin}MCP tool name {tool.name!r} is offered by both server "
-                    f"{owner[tool.name]!r} and server {name!r}{hint}"
+                    one_line(
+                        f"{origin}MCP server {name!r} offers a tool named {tool.name[:80]!r}, "
+                        f"which cannot be mended into a name a model can write (letters, "
+                        f"digits and _ . -, at most {MAX_NAME_CHARS} characters)"
+                    )
                 )
-            owner[tool.name] = name
-            pairs.append((name, tool))
-    return pairs
+            key = clash_key(mended)
+            if key in owner:
+                raise ValueError(
+                    one_line(_clash(origin, prefix, mended, owner[key], (name, tool.name)))
+                )
+            owner[key] = (name, tool.name)
+            triples.append((name, tool, mended))
+    return triples
+
+
+def _clash(
+    origin: str, prefix: bool, mended: str, first: tuple[str, str], second: tuple[str, str]
+) -> str:
+    """Why two tools cannot both be loaded, and what would help (if anything does)."""
+    (server_a, offered_a), (server_b, offered_b) = first, second
+    spelled = "" if offered_a == offered_b == mended else f" (as {offered_a!r} and {offered_b!r})"
+    if server_a == server_b:
+        # A prefix is the server's name: it would name both tools the same again.
+        return (
+            f"{origin}MCP server {server_a!r} offers two tools named {mended!r}{spelled}; "
+            f"prefix=True cannot tell them apart: rename one on the server"
+        )
+    both = f"both server {server_a!r} and server {server_b!r}"
+    if prefix:
+        return (
+            f"{origin}MCP tool name {mended!r} is offered by {both}{spelled}, even with "
+            f"their server's name as prefix: rename one of the servers"
+        )
+    return (
+        f"{origin}MCP tool name {mended!r} is offered by {both}{spelled}; "
+        f"load with prefix=True to name them <server>_<tool>"
+    )
 
 
 async def aload_mcp_tools(
@@ -75,8 +111,8 @@ async def aload_mcp_tools(
     ``timeout`` bounds each server's start, handshake and tool listing; ``call_timeout``
     each later tool call (None: no bound). ``prefix=True`` names each tool
     ``<server>_<tool>``. Raises ValueError (one line, naming the file or server) on a bad
-    config, a server that fails or does not answer within ``timeout``, or two tools of the
-    same name.
+    config, a server that fails or does not answer within ``timeout``, a tool name that
+    cannot be mended into one a model can write, or two tools of the same name.
     """
     check_positive(timeout, "timeout")
     check_positive(call_timeout, "call_timeout")
@@ -93,8 +129,8 @@ async def aload_mcp_tools(
         if isinstance(result, BaseException):
             raise result
     return [
-        wrap(tool, name, where(connections[name]), call_timeout)
-        for name, tool in named(connections, results, prefix, origin)  # type: ignore[arg-type]
+        wrap(tool, name, where(connections[name]), call_timeout, name=mended)
+        for name, tool, mended in named(connections, results, prefix, origin)  # type: ignore[arg-type]
     ]
 
 

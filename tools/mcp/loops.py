@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from reactgraph.tools.mcp.errors import describe, leaf, one_line
 
-__all__ = ["bounded", "cancelling", "check_positive", "run_sync"]
+__all__ = ["Expired", "bounded", "cancelling", "check_positive", "run_sync", "within"]
 
 T = TypeVar("T")
 
@@ -54,27 +54,39 @@ def cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-async def bounded(make: Callable[[], Awaitable[T]], timeout: float | None, label: str) -> T:
-    """``await make()`` within ``timeout``; a failure or the timeout as a one-line ValueError."""
+class Expired(TimeoutError):
+    """``within``'s deadline passed before the call answered."""
+
+
+async def within(make: Callable[[], Awaitable[T]], timeout: float | None) -> T:
+    """``await make()`` within ``timeout`` seconds (None: no bound). The one deadline of every MCP
+    wait: its expiry raises ``Expired``; a caller's own cancellation stays a cancellation even
+    when the SDK's task groups wrap it in an ExceptionGroup; any other failure is raised as is."""
     try:
         async with asyncio.timeout(timeout) as deadline:
             try:
                 return await make()
             except BaseException:
-                # The SDK's task groups can wrap our own cancellation in an ExceptionGroup;
-                # the caller must still see a cancellation.
                 if cancelling():
                     raise asyncio.CancelledError from None
                 raise
     except asyncio.CancelledError:
         raise
-    except BaseException as exc:
+    except BaseException:
         if deadline.expired():
-            raise ValueError(
-                one_line(f"{label}: no answer to the handshake within {timeout:g} s")
-            ) from None
-        if not isinstance(exc, Exception):
-            raise
+            raise Expired from None
+        raise
+
+
+async def bounded(make: Callable[[], Awaitable[T]], timeout: float | None, label: str) -> T:
+    """``await make()`` within ``timeout``; a failure or the timeout as a one-line ValueError."""
+    try:
+        return await within(make, timeout)
+    except Expired:
+        raise ValueError(
+            one_line(f"{label}: no answer to the handshake within {timeout:g} s")
+        ) from None
+    except Exception as exc:
         raise ValueError(one_line(f"{label}: {describe(leaf(exc))}")) from None
 
 

@@ -72,8 +72,9 @@ class MCPSessions:
                 where(connections[name]),
                 call_timeout,
                 self._forward(self._held[name], tool.name),
+                name=mended,
             )
-            for name, tool in pairs
+            for name, tool, mended in pairs
         ]
 
     def _submit(self, coroutine: Awaitable[T]) -> concurrent.futures.Future[T]:

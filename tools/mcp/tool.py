@@ -9,7 +9,6 @@ the model reads, never an ``ExceptionGroup``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -24,7 +23,7 @@ from reactgraph.tools.mcp.errors import (
     leaf,
     one_line,
 )
-from reactgraph.tools.mcp.loops import cancelling, run_sync
+from reactgraph.tools.mcp.loops import Expired, run_sync, within
 
 __all__ = ["Call", "MCPTool", "render_content", "wrap"]
 
@@ -99,37 +98,31 @@ Call = Callable[..., Awaitable[tuple[Any, Any]]]
 
 
 def wrap(
-    tool: BaseTool, server: str, where: str, call_timeout: float | None, call: Call | None = None
+    tool: BaseTool,
+    server: str,
+    where: str,
+    call_timeout: float | None,
+    call: Call | None = None,
+    name: str | None = None,
 ) -> MCPTool:
-    """Our tool around the adapters' ``tool``; ``call`` runs it (default: its coroutine)."""
+    """Our tool around the adapters' ``tool``, named ``name`` (default: the tool's own);
+    ``call`` runs it (default: its coroutine), by the name the server gave it."""
     call = call or getattr(tool, "coroutine", None)
     if call is None:  # pragma: no cover - the adapters' tools are all async
         raise TypeError(f"{tool.name} from MCP server {server!r} has no coroutine")
 
     async def acall(**arguments: Any) -> tuple[str, dict[str, Any]]:
         try:
-            async with asyncio.timeout(call_timeout) as deadline:
-                try:
-                    content, artifact = await call(**arguments)
-                except BaseException:
-                    if cancelling():
-                        # The stdio transport's shutdown can turn the cancellation into an
-                        # ExceptionGroup; a caller's asyncio.wait_for must still see it cancelled.
-                        raise asyncio.CancelledError from None
-                    raise
+            content, artifact = await within(lambda: call(**arguments), call_timeout)
         except ToolException as exc:  # the server answered isError: the model reads it
             text = render_content(getattr(exc, "tool_content", None) or str(exc))
             raise ToolException(text) from None
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            if deadline.expired():
-                raise TimeoutError(
-                    f"MCP tool {tool.name!r} (server {server!r}) gave no answer "
-                    f"within {call_timeout:g} s"
-                ) from None
-            if not isinstance(exc, Exception):
-                raise
+        except Expired:
+            raise TimeoutError(
+                f"MCP tool {tool.name!r} (server {server!r}) gave no answer "
+                f"within {call_timeout:g} s"
+            ) from None
+        except Exception as exc:
             root = leaf(exc)
             if isinstance(root, MCPConnectionError):
                 raise root from None
@@ -152,7 +145,7 @@ def wrap(
         return run_sync(lambda: acall(**arguments))
 
     return MCPTool(
-        name=tool.name,
+        name=name or tool.name,
         description=tool.description,
         args_schema=tool.args_schema,
         func=run,

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from reactgraph.app import console as out
+from reactgraph.app.engines import Flight
 from reactgraph.app.eval.inputs import Item, bundled_questions, read_questions
 from reactgraph.app.eval.report import write_report
 from reactgraph.app.eval.run import DATABASE, RESULTS, read_results, run_eval
 from reactgraph.app.options import UsageError, make_model
 from reactgraph.app.results import Results
-from reactgraph.app.running import recipe_from
+from reactgraph.app.running import engine_from, recipe_from
 from reactgraph.variants import REGISTRY, VARIANTS
 
 
@@ -50,32 +51,38 @@ def items_from(args: argparse.Namespace) -> list[Item]:
     return items
 
 
+def source_of(args: argparse.Namespace) -> str:
+    """The question set's name for its threads and result lines: ``bundled``, or the file's
+    absolute path with its format."""
+    if args.bundled:
+        return "bundled"
+    return f"{args.format}:{os.path.realpath(args.questions)}"
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     variants = chosen_variants(args.variants)
+    engine = engine_from(args)
     items = items_from(args)
     folder = Path(args.out)
     writable(folder)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
-    args.variant = variants[0]  # the shared options are checked against the first variant
+    args.variant = variants[0]  # the recipe's own; each pair names its variant
     args.db = args.db or str((folder / DATABASE).resolve())
-    window, args.context_window = args.context_window, None
-    recipe = recipe_from(args)
-    if window is not None:
-        takers = [v for v in variants if REGISTRY[v].setting("context_window")]
-        if not takers:
-            raise UsageError("--context-window applies to none of these variants")
-        recipe.settings["context_window"] = window  # used by the variants that have one
+    # A setting applies to the chosen variants that take it (one of them at least).
+    recipe = recipe_from(args, variants)
     started = time.perf_counter()
-    with out.progress() as bar:
-        task = bar.add_task("pairs", total=None)
+    flight = Flight()
+    with out.progress(flight) as bar:
+        task = bar.add_task("pairs", total=None, failed=0)
 
         def on_start(todo: int, done: int) -> None:
             if done:
                 out.console.print(f"[dim]{done} pair(s) already done in {folder}; skipped[/dim]")
             bar.update(task, total=todo)
 
-        # Ctrl-C: "finished pairs are kept" (reactgraph.app.interrupts, options.interrupted_hint)
-        for _ in run_eval(
+        # Ctrl-C: "finished pairs are kept" (reactgraph.app.interrupts, hints.interrupted_hint)
+        failures = 0
+        for line in run_eval(
             recipe,
             items,
             variants,
@@ -83,8 +90,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             workers=args.workers,
             concurrency=args.concurrency,
             on_start=on_start,
+            source=source_of(args),
+            flight=flight,
+            **engine,
         ):
-            bar.advance(task)
+            failures += bool(line.get("error"))
+            bar.update(task, advance=1, failed=failures)
     return report(folder, variants, args.model, time.perf_counter() - started, len(items))
 
 
@@ -112,35 +123,3 @@ def report(folder: Path, variants: list[str], model: str, wall: float, questions
     out.console.print(f"[dim]wrote {folder / 'summary.md'} and {folder / 'summary.png'}[/dim]")
     failed: Any = [line for line in lines if line.get("error")]
     return 1 if failed else 0
-
-
-def positive(text: str) -> int:
-    """An argparse type: a whole number >= 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return int(text)
-
-
-def add_eval_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """The ``eval`` sub-command and its options."""
-    evaluate = commands.add_parser(
-        "eval", parents=parents, help="score the variants side by side on a question set"
-    )
-    evaluate.add_argument("questions", nargs="?", help="a JSONL (or --format hotpotqa) file")
-    evaluate.add_argument(
-        "--bundled", action="store_true", help="the bundled question set over the bundled corpus"
-    )
-    evaluate.add_argument(
-        "--variants",
-        default=",".join(VARIANTS),
-        help="comma-separated variants to compare",
-    )
-    evaluate.add_argument(
-        "--format", choices=("jsonl", "hotpotqa"), default="jsonl", help="the questions' format"
-    )
-    evaluate.add_argument("--limit", type=positive, help="only the first N questions")
-    evaluate.add_argument(
-        "--out", default=os.path.join("runs", "eval"), help="folder for results and summary"
-    )
-    evaluate.add_argument("--db", help="database of the runs (default: OUT/runs.sqlite)")
-    evaluate.set_defaults(handler=cmd_eval, prune=False)

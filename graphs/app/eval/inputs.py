@@ -18,9 +18,11 @@ from reactgraph.app.jsonl import (
     line_id,
     read_jsonl_lines,
     reading,
+    refuse_unstorable,
 )
 from reactgraph.app.jsonl import Skip as _Skip
 from reactgraph.app.jsonl import id_text as id_text  # part of this module's interface
+from reactgraph.nodes.storable import storable
 
 BUNDLED_QUESTIONS = Path(__file__).with_name("bundled.jsonl")
 Format = Literal["jsonl", "hotpotqa"]
@@ -56,6 +58,7 @@ def _golds(value: Any) -> tuple[str, ...]:
     if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
         raise _Skip('"answer" must be a string or a non-empty list of strings')
     for answer in answers:
+        refuse_unstorable("gold answer", answer)
         # It could never be matched: it normalizes to the empty string.
         if not normalize_answer(answer):
             raise _Skip(f"gold answer {answer!r} is empty once punctuation and articles go")
@@ -68,6 +71,7 @@ def _question(entry: Any) -> str:
     question = entry.get("question")
     if not isinstance(question, str) or not question.strip():
         raise _Skip('needs a non-empty "question" string')
+    refuse_unstorable("question", question)
     return question.strip()
 
 
@@ -115,8 +119,11 @@ def _pages(context: Any) -> dict[str, tuple[str, ...]]:
         if not all(isinstance(sentence, str) for sentence in sentences):
             raise _Skip(shape)
         # The sentences carry their own leading spaces, though not always: join on one space.
-        paragraph = " ".join(" ".join(sentences).split())
+        # A page is corpus, not the question: a character no backend can store is replaced,
+        # visibly (U+FFFD), rather than losing the question over it.
+        paragraph = storable(" ".join(" ".join(sentences).split()))
         if paragraph:
+            title = storable(title)
             pages[title] = (*pages.get(title, ()), paragraph)
     if not pages:
         raise _Skip('"context" has no paragraph with text')
@@ -128,6 +135,7 @@ def _hotpot_item(entry: Any) -> Item:
     key = entry.get("_id")
     if not isinstance(key, str) or not key.strip():
         raise _Skip('needs a non-empty "_id" string')
+    refuse_unstorable("_id", key)
     gold = _golds(entry.get("answer"))
     return Item(key, question, gold, _pages(entry.get("context")))
 

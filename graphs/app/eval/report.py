@@ -12,19 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from reactgraph.app.eval.score import score_answer
+from reactgraph.nodes.statuses import ENDINGS, STATUSES
 
 logger = logging.getLogger(__name__)
 
 MISSING = "\u2013"  # an en dash, in a cell with no figure
-STATUSES = ("answered", "turn_limit", "stuck", "stopped_early", "context_exhausted")
-_COLOURS = {
-    "answered": "#2e7d32",
-    "turn_limit": "#f9a825",
-    "stopped_early": "#ef6c00",
-    "stuck": "#c62828",
-    "context_exhausted": "#6a1b9a",
-    "errors": "#424242",
-}
+_COLOURS = {**{e.status: e.colour for e in ENDINGS.values()}, "errors": "#424242"}
 _FOOTNOTE = (
     "EM and F1 are percentages over all n questions (no answer, or an error, scores 0). Turns "
     "and tokens per question are over the runs that ended (errors excluded); *seconds* adds up "

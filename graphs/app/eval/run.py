@@ -3,6 +3,11 @@ on a thread of its own in the eval's database, its scored result appended to ``r
 
 A re-run skips the pairs with a result line and resumes those a kill left half done, so no pair
 is run twice and none is lost. A HotpotQA question searches only its own paragraphs.
+
+A pair's thread belongs to its question set (``source``), variant, id, question text and pages;
+its result line to its variant, id, question text, gold answers and question set. So a question
+edited (or another set's question with the same id) runs anew, and a gold answer edited is
+scored again from the finished thread, without a model call.
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from reactgraph.app.engines import Engine, Flight, run_jobs
 from reactgraph.app.eval.inputs import Item
 from reactgraph.app.eval.score import score_answer
-from reactgraph.app.pool import Job, run_parallel
-from reactgraph.app.results import Results
+from reactgraph.app.pool import Job
+from reactgraph.app.results import Results, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
 
 RESULTS = "results.jsonl"
@@ -30,32 +36,42 @@ def pair_key(variant: str, item_id: str) -> str:
     return json.dumps([variant, item_id], ensure_ascii=False)
 
 
-def thread_of(variant: str, item_id: str) -> str:
-    """The thread a pair runs on: readable, and unique whatever the id holds."""
-    digest = hashlib.sha256(pair_key(variant, item_id).encode()).hexdigest()[:10]
-    return f"eval-{variant}-{digest}"
+# A result line counts as done only for the input it scored.
+SCORED = keyed_by("question", "gold", "questions")
 
 
-def jobs_for(items: Sequence[Item], variants: Sequence[str], done: set[str]) -> list[Job]:
-    """One job per pair not done yet, variants interleaved so a partial eval compares them."""
+def thread_of(variant: str, item: Item, source: str = "") -> str:
+    """The thread a pair runs on: readable, and unique to everything the run depends on (the
+    question set, the variant, the id, the question's text and its pages)."""
+    pages = None if item.pages is None else list(item.pages.items())
+    run = json.dumps([source, variant, item.id, item.question, pages], ensure_ascii=True)
+    return f"eval-{variant}-{hashlib.sha256(run.encode()).hexdigest()[:16]}"
+
+
+def jobs_for(
+    items: Sequence[Item], variants: Sequence[str], done: set[str], source: str = ""
+) -> list[Job]:
+    """One job per pair not done yet (no line ``SCORED`` alike in ``done``), variants
+    interleaved so a partial eval compares them."""
     jobs: list[Job] = []
     for item in items:
         for variant in variants:
-            if pair_key(variant, item.id) in done:
+            if SCORED(scored(item, variant, {}, source)) in done:
                 continue
             pages = {t: list(p) for t, p in item.pages.items()} if item.pages else None
             extra = {"variant": variant, "item": item.id, "pages": pages}
-            jobs.append(Job(len(jobs), item.question, thread_of(variant, item.id), extra))
+            jobs.append(Job(len(jobs), item.question, thread_of(variant, item, source), extra))
     return jobs
 
 
-def scored(item: Item, variant: str, result: dict[str, Any]) -> dict[str, Any]:
+def scored(item: Item, variant: str, result: dict[str, Any], source: str = "") -> dict[str, Any]:
     """A result line: the run's outcome, its gold answers and its scores."""
     score = score_answer(result.get("answer"), item.gold)
     return {
         "key": pair_key(variant, item.id),
         "id": item.id,
         "variant": variant,
+        "questions": source,
         "question": item.question,
         "answer": result.get("answer"),
         "gold": list(item.gold),
@@ -80,26 +96,43 @@ def run_eval(
     workers: int | None = None,
     concurrency: int = 8,
     on_start: Callable[[int, int], None] | None = None,
+    source: str = "",
+    engine: Engine = "local",
+    address: str | None = None,
+    flight: Flight | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run the pairs not done yet; yield each scored result line as it is appended to
     ``folder/results.jsonl``. ``recipe.db`` defaults to ``folder/runs.sqlite``, so every pair's
     run can be read with ``reactgraph show THREAD --db ...``. ``on_start(todo, done)`` is told
-    how many pairs will run and how many are done already."""
+    how many pairs will run and how many are done already. ``source`` names the question set
+    (``reactgraph eval`` gives the file's absolute path, or ``bundled``): two sets never share
+    a thread or a result line, even with the same ids and the same ``--db``. ``engine`` (and
+    ``address``) say where the runs go (``reactgraph.app.engines``); ``flight`` counts those in
+    flight."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if not recipe.db:
         recipe = dataclasses.replace(recipe, db=str((folder / DATABASE).resolve()))
-    results = Results(str(folder / RESULTS))
+    results = Results(str(folder / RESULTS), identity=SCORED)
     try:
         results.refresh(report=True)
-        jobs = jobs_for(items, variants, results.done)
+        jobs = jobs_for(items, variants, results.done, source)
         if on_start is not None:
             on_start(len(jobs), len(items) * len(variants) - len(jobs))
         by_id = {item.id: item for item in items}
         runner = functools.partial(open_runner, recipe)
-        for result in run_parallel(runner, jobs, workers=workers, concurrency=concurrency):
+        for result in run_jobs(
+            runner,
+            jobs,
+            workers=workers,
+            concurrency=concurrency,
+            engine=engine,
+            address=address,
+            db=recipe.db,
+            flight=flight,
+        ):
             extra = jobs[result["index"]].extra
-            line = scored(by_id[extra["item"]], extra["variant"], result)
+            line = scored(by_id[extra["item"]], extra["variant"], result, source)
             if results.record(line):
                 yield line
     finally:

@@ -1,0 +1,81 @@
+"""The command line's start-up: each command's wall time to its first answer, against
+``python -c pass`` and ``python -c "import langgraph.graph"`` in the same run.
+
+Every contender runs once per round, in turn, so a loaded machine slows them alike; the figures
+are medians over the rounds. The goal: ``--version`` and every ``--help`` within 3x
+``python -c pass``. ``threads`` and ``show`` read a small thread (the offline demo's run).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import median_ms, table, verdict
+
+PYTHON = sys.executable
+SCRIPT = Path(PYTHON).with_name("reactgraph")
+COMMANDS = ("ask", "resume", "show", "threads", "batch", "prune", "eval", "graph", "demo")
+HELP_GOAL = 3.0
+
+
+def reactgraph(*args: str) -> list[str]:
+    """The installed console script, as a person runs it (else ``python -m``)."""
+    if SCRIPT.exists():
+        return [str(SCRIPT), *args]
+    return [PYTHON, "-m", "reactgraph.app.cli", *args]
+
+
+def seeded_db(folder: Path) -> str:
+    """A database holding one finished run (the demo's question, scripted)."""
+    from reactgraph import build_graph
+    from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
+    from reactgraph.storage.database import new_record, open_db
+    from reactgraph.tools import default_tools
+
+    db = str(folder / "runs.sqlite")
+    with open_db(db) as (saver, store):
+        model = ScriptedChatModel(replies=DEMO_REPLIES)
+        graph = build_graph("transcript", model=model, tools=default_tools(), checkpointer=saver)
+        graph.invoke({"question": DEMO_QUESTION}, {"configurable": {"thread_id": "t1"}})
+        new_record("t1", DEMO_QUESTION, "transcript", "scripted", None, None, {}).save(store)
+    return db
+
+
+def timed(argv: list[str], cwd: Path) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, cwd=cwd, env=os.environ.copy())
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{argv} failed: {done.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def bench_startup(repeats: int) -> None:
+    print("\n## Start-up of each command (median wall ms; ratio to `python -c pass`)\n")
+    folder = Path(tempfile.mkdtemp(prefix="reactgraph-startup-"))
+    db = seeded_db(folder)
+    contenders: dict[str, list[str]] = {
+        "python -c pass": [PYTHON, "-c", "pass"],
+        'python -c "import langgraph.graph"': [PYTHON, "-c", "import langgraph.graph"],
+        "reactgraph --version": reactgraph("--version"),
+        "reactgraph --help": reactgraph("--help"),
+        **{f"reactgraph {c} --help": reactgraph(c, "--help") for c in COMMANDS},
+        "reactgraph threads": reactgraph("threads", "--db", db),
+        "reactgraph show t1": reactgraph("show", "t1", "--db", db),
+    }
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(max(repeats, 3)):
+        for name, argv in contenders.items():
+            times[name].append(timed(argv, folder))
+    base = median_ms(times["python -c pass"])
+    rows = []
+    for name, samples in times.items():
+        ms = median_ms(samples)
+        goal = "" if "--" not in name else verdict(ms <= HELP_GOAL * base)
+        rows.append((name, f"{ms:.0f}", f"{ms / base:.1f}x", goal))
+    table(("command", "ms", "x python -c pass", f"within {HELP_GOAL:g}x"), rows)

@@ -1,0 +1,42 @@
+"""The ``reactgraph eval`` sub-command's options (its command is ``reactgraph.app.eval.command``,
+imported only when it runs)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from reactgraph.variants import VARIANTS
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def add_eval_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """The ``eval`` sub-command and its options."""
+    evaluate = commands.add_parser(
+        "eval", parents=parents, help="score the variants side by side on a question set"
+    )
+    evaluate.add_argument("questions", nargs="?", help="a JSONL (or --format hotpotqa) file")
+    evaluate.add_argument(
+        "--bundled", action="store_true", help="the bundled question set over the bundled corpus"
+    )
+    evaluate.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="comma-separated variants to compare",
+    )
+    evaluate.add_argument(
+        "--format", choices=("jsonl", "hotpotqa"), default="jsonl", help="the questions' format"
+    )
+    evaluate.add_argument("--limit", type=positive, help="only the first N questions")
+    evaluate.add_argument(
+        "--out", default=os.path.join("runs", "eval"), help="folder for results and summary"
+    )
+    evaluate.add_argument("--db", help="database of the runs (default: OUT/runs.sqlite)")
+    evaluate.set_defaults(handler="reactgraph.app.eval.command:cmd_eval", prune=False)

@@ -1,0 +1,163 @@
+"""The command line's setting flags, generated from the variants' ``Setting`` values, and the
+options only the command line has, which travel apart from the settings.
+
+Every build-time setting of every variant is one flag (``max_turns`` -> ``--max-turns``), typed
+and checked by the setting itself, with its description and the spec's defaults as its help. A
+flag has no default of its own: a setting not given on the command line keeps its variant's
+default (and is not written into the run's record). A new ``Setting`` gets its flag with no
+change here. The run-time-only model settings are the command line's ``--model``/``--base-url``.
+
+Imports no LangGraph: the parser is built from this for ``--help`` too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from reactgraph.settings import Setting, check_all
+from reactgraph.variants import REGISTRY
+
+MODEL_FLAGS = {"model_name": "--model", "base_url": "--base-url"}
+"""The settings a run may change but a graph is not built with: the model to call. The command
+line chooses it with these flags (they build the model), not with generated ones."""
+
+
+class UsageError(Exception):
+    """Bad input from the person at the terminal: one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the command line chooses besides the settings; stored in the run's record beside
+    them, so a resume rebuilds the same tools and notes store."""
+
+    notes_in_db: bool = False
+    """Keep the notes in the database's store instead of ``notes_dir`` (``--notes-in-db``)."""
+    mcp: str | None = None
+    """The absolute path of an MCP servers.json whose tools the agent also gets (``--mcp``)."""
+    default_tools: bool = True
+    """Whether the agent gets the bundled tools (``--no-default-tools`` leaves them out)."""
+
+    @classmethod
+    def of(cls, value: Mapping[str, Any] | None) -> RunOptions:
+        """The options of a stored record; keys this version does not know are ignored."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in (value or {}).items() if k in known})
+
+    def as_dict(self) -> dict[str, Any]:
+        """The options as the run record stores them."""
+        return dataclasses.asdict(self)
+
+
+def flag(name: str) -> str:
+    """A setting's flag: ``max_turns`` -> ``--max-turns``."""
+    return "--" + name.replace("_", "-")
+
+
+def flag_settings() -> dict[str, dict[str, Setting]]:
+    """Every setting that gets a generated flag: name -> {variant: that variant's setting}, in
+    the order the variants declare them."""
+    found: dict[str, dict[str, Setting]] = {}
+    for name, spec in REGISTRY.items():
+        for setting in spec.settings:
+            if setting.build:
+                found.setdefault(setting.name, {})[name] = setting
+    return found
+
+
+class _None:
+    """A setting given as ``none`` on the command line (``--max-completion-tokens none``)."""
+
+    def __repr__(self) -> str:
+        return "none"
+
+
+NONE = _None()
+
+
+def _parse(setting: Setting) -> Callable[[str], Any]:
+    """An argparse type: the text as the setting's kind, checked by the setting itself."""
+    words = {int: "a whole number", float: "a number", str: "a string"}
+
+    def parse(text: str) -> Any:
+        if setting.optional and text.strip().lower() == "none":
+            return NONE  # given as none: no value, unlike a flag not given
+        try:
+            value = setting.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {words.get(setting.kind, setting.kind.__name__)}"
+            ) from None
+        try:
+            return setting.check(value)
+        except (TypeError, ValueError) as error:
+            # argparse names the flag: "argument --max-turns: must be >= 1, got 0".
+            message = str(error).removeprefix(f"{setting.name} ")
+            raise argparse.ArgumentTypeError(message) from None
+
+    parse.__name__ = setting.kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+def shown(setting: Setting) -> str:
+    """A setting's default as ``--help`` shows it."""
+    return setting.unset if setting.default is None else f"{setting.default}"
+
+
+def help_text(takers: Mapping[str, Setting]) -> str:
+    """A setting's help: its description, the spec's default (per variant where they differ),
+    and which variants take it when not all do."""
+    first = next(iter(takers.values()))
+    groups: dict[str, list[str]] = {}
+    for variant, setting in takers.items():
+        groups.setdefault(shown(setting), []).append(variant)
+    if len(groups) == 1:
+        default = f"default: {next(iter(groups))}"
+    else:
+        default = "default: " + ", ".join(f"{d} ({', '.join(v)})" for d, v in groups.items())
+    only = "" if len(takers) == len(REGISTRY) else f"; only {', '.join(takers)}"
+    return f"{first.description} ({default}{only})".replace("%", "%%")
+
+
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per build-time setting of any variant, in a group of their own."""
+    group = parser.add_argument_group("settings (unset: the variant's own default)")
+    for name, takers in flag_settings().items():
+        first = next(iter(takers.values()))
+        group.add_argument(
+            flag(name),
+            dest=name,
+            type=_parse(first),
+            default=None,
+            metavar=first.kind.__name__.upper() + ("|none" if first.optional else ""),
+            help=help_text(takers),
+        )
+
+
+def settings_from(args: argparse.Namespace, variants: Iterable[str]) -> dict[str, Any]:
+    """The settings given on the command line, checked (by ``check_all``) against each of
+    ``variants`` that takes them; a flag none of them takes is a ``UsageError``."""
+    chosen = list(variants)
+    declared = flag_settings()
+    given = {
+        name: None if getattr(args, name) is NONE else getattr(args, name)
+        for name in declared
+        if getattr(args, name, None) is not None
+    }
+    for name in given:
+        if not any(variant in declared[name] for variant in chosen):
+            raise UsageError(
+                f"{flag(name)} does not apply to the {', '.join(chosen)} variant(s); "
+                f"only to: {', '.join(declared[name])}"
+            )
+    for variant in chosen:
+        own = {k: v for k, v in given.items() if variant in declared[k]}
+        try:
+            check_all(variant, REGISTRY[variant].settings, own, where="build")
+        except (TypeError, ValueError) as error:
+            raise UsageError(str(error)) from None
+    return given

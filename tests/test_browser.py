@@ -1,0 +1,222 @@
+"""Agent Chat UI in a real browser: LangChain's chat client (upstream source in
+``../shared/agent-chat-ui``, run with ``npm ci`` and ``next dev`` in a copy under ``build/``,
+ignored by git) against `langgraph dev` and the local OpenAI-compatible test server, driven
+by Playwright in the Debian Chromium, for every variant: the demo question with its tool
+cards, results and the final 48; a slow tool, whose Thought and Action stay on screen while
+it runs; a second question; a reload and the thread reopened from the history; Regenerate,
+after which the thread still loads; and on the notes variants, how a notes update looks.
+
+Run by ``make test-browser`` (and CI). Where Chromium, npm, Playwright or the client's source
+is missing, it skips saying why; in CI (``CI=true``) it fails instead. A failed check saves a
+screenshot to ``build/browser/``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from reactgraph import VARIANTS
+from tests.agent_chat_ui import CHROMIUM, chat_ui, missing
+from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.langgraph_dev import CHAT_GRAPHS, ROOT, langgraph_dev
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+SHOTS = ROOT / "build" / "browser"
+WAIT_MS = 300_000  # a busy machine renders slowly; a check passes as soon as it holds
+NOTES = "Plan: look up both years, then subtract."
+
+
+def question_of(request: dict[str, Any]) -> str:
+    return str(request["messages"][0]["content"]).rsplit("Question:", 1)[-1]
+
+
+def responder(request: dict[str, Any]) -> str:
+    """The demo script for the demo question; a slow tool call; a notes update."""
+    question = question_of(request)
+    done = sum(str(m["content"]).startswith("Observation:") for m in request["messages"])
+    if "slow tool" in question:
+        variant = question.rsplit("(", 1)[-1].split(")", 1)[0]
+        if done == 0:
+            return f"Thought: The slow tool first.\nAction: slow[{variant}]"
+        return "Thought: It was released.\nFinal Answer: released"
+    if "Take notes" in question:
+        if done == 0:
+            return f"Thought: Keep a plan.\nAction: update_notes[{NOTES}]"
+        return "Thought: The plan is saved.\nFinal Answer: noted"
+    return seed_responder(request)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    why = missing()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser test must run in CI: {why}")
+        pytest.skip(why)
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=WAIT_MS)
+
+    folder = tmp_path_factory.mktemp("browser")
+    release = folder / "release"
+    release.mkdir()
+    model = FakeOpenAIServer()
+    model.responder = responder
+    env = {
+        "OPENAI_BASE_URL": model.url,
+        "OPENAI_API_KEY": "not-needed",
+        "REACTGRAPH_MODEL": "gpt-4o-mini",
+        "REACTGRAPH_TEST_RELEASE": str(release),
+    }
+    try:
+        with (
+            langgraph_dev(folder, CHAT_GRAPHS, env=env) as api,
+            chat_ui(folder, api) as ui,
+            sync_playwright() as playwright,
+        ):
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+            try:
+                yield {"api": api, "ui": ui, "browser": browser, "release": release}
+            finally:
+                browser.close()
+    finally:
+        model.close()
+
+
+@pytest.fixture
+def page(stack: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]:
+    context = stack["browser"].new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    yield page
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+def shot(page: Any, name: str) -> None:
+    """A screenshot of a moment worth looking at (kept in build/browser/)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def ask(page: Any, question: str) -> None:
+    box = page.get_by_placeholder("Type your message...")
+    box.fill(question)
+    box.press("Enter")
+
+
+def ai_texts(page: Any) -> list[str]:
+    return page.locator(".group.mr-auto .py-1").all_inner_texts()
+
+
+def thread_state(api: str, page: Any) -> dict[str, Any]:
+    """The thread the page shows, read from the server (a 500 fails here)."""
+    thread = page.evaluate("new URL(location.href).searchParams.get('threadId')")
+    assert thread, page.url
+    response = httpx.get(f"{api}/threads/{thread}/state", timeout=30)
+    assert response.status_code == 200, response.text
+    history = httpx.post(f"{api}/threads/{thread}/history", json={"limit": 50}, timeout=30)
+    assert history.status_code == 200, history.text
+    return response.json()["values"]
+
+
+def thread_runs(api: str, page: Any) -> list[dict[str, Any]]:
+    """The runs of the thread the page shows, newest first."""
+    thread = page.evaluate("new URL(location.href).searchParams.get('threadId')")
+    response = httpx.get(f"{api}/threads/{thread}/runs", timeout=30)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def wait_for_file(path: Path, seconds: float = WAIT_MS / 1000) -> None:
+    deadline = time.time() + seconds
+    while not path.exists():
+        assert time.time() < deadline, f"{path.name} never appeared"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_agent_chat_ui_chats_with_every_variant(
+    stack: dict[str, Any], page: Any, variant: str
+) -> None:
+    from playwright.sync_api import expect
+
+    api, release = stack["api"], stack["release"]
+    page.goto(f"{stack['ui']}/?assistantId={variant}&chatHistoryOpen=true")
+    demo = f"How many years apart? ({variant})"
+    ask(page, demo)
+    final = page.get_by_text("Final Answer: 48")
+    expect(final).to_be_visible()
+    # Tool cards with their names and results; the final reply line by line.
+    for name in ("search", "calculator"):
+        expect(page.locator("h3", has_text=name).first).to_be_visible()
+    expect(page.get_by_text("Tool Result").nth(2)).to_be_visible()
+    last = ai_texts(page)[-1]
+    assert last == "Thought: I now have enough information.\nFinal Answer: 48", last
+    assert not page.get_by_text("Error").count()
+    shot(page, f"{variant}-answered")
+
+    # A second question whose tool is slow: the Thought and the Action stay while it runs.
+    ask(page, f"Use the slow tool ({variant})")
+    wait_for_file(release / f"{variant}.started")
+    thought = page.get_by_text("The slow tool first.")
+    expect(thought).to_be_visible()
+    expect(page.locator("h3", has_text="slow").first).to_be_visible()
+    expect(page.get_by_text(f"Action: slow[{variant}]")).to_be_visible()
+    time.sleep(1.5)  # a while into the tool's run: still there (the fault was a vanishing)
+    expect(thought).to_be_visible()
+    shot(page, f"{variant}-slow-tool-running")
+    (release / variant).touch()
+    expect(page.get_by_text("Final Answer: released")).to_be_visible()
+    expect(final).to_be_visible()  # the first exchange stays
+    values = thread_state(api, page)
+    assert values["answer"] == "released"
+
+    # Reload, then reopen the thread from the history sidebar.
+    page.reload()
+    expect(page.get_by_text("Final Answer: released")).to_be_visible()
+    expect(page.get_by_text("Final Answer: 48")).to_be_visible()
+    page.goto(f"{stack['ui']}/?assistantId={variant}&chatHistoryOpen=true")
+    page.get_by_role("button", name=demo).first.click()
+    expect(page.get_by_text("Final Answer: released")).to_be_visible()
+
+    if "notes" in variant:
+        ask(page, f"Take notes ({variant})")
+        expect(page.get_by_text("Final Answer: noted")).to_be_visible()
+        expect(page.get_by_text(f"Action: update_notes[{NOTES}]")).to_be_visible()
+        expect(page.get_by_text("notes saved").first).to_be_visible()
+        assert not page.get_by_text("(the text now shown under Your notes)").count()
+        shot(page, f"{variant}-notes")
+
+    # Regenerate the last answer: the thread still loads, now and after a reload.
+    runs = thread_runs(api, page)
+    page.locator(".group.mr-auto").last.hover()
+    page.get_by_role("button", name="Refresh").last.click()
+    deadline = time.time() + WAIT_MS / 1000
+    while len(now := thread_runs(api, page)) == len(runs) or any(
+        r["status"] in ("pending", "running") for r in now
+    ):
+        assert time.time() < deadline, "the regenerated run never finished"
+        time.sleep(0.5)
+    assert now[0]["status"] == "success", now[0]
+    last_answer = "Final Answer: noted" if "notes" in variant else "Final Answer: released"
+    expect(page.get_by_text(last_answer)).to_be_visible()
+    expect(page.get_by_text("Unable to connect")).to_have_count(0)
+    values = thread_state(api, page)
+    assert values["answer"] == last_answer.removeprefix("Final Answer: ")
+    assert values["messages"][-1]["content"].endswith(last_answer)
+    page.reload()
+    expect(page.get_by_text(last_answer)).to_be_visible()
+    expect(page.get_by_text("Unable to connect")).to_have_count(0)
+    shot(page, f"{variant}-regenerated")

@@ -1,0 +1,268 @@
+"""The Ray engine on real Ray: a local Ray started for one command and stopped after it, the same
+result files as the process pool, and a cluster of two nodes on this machine (Ray's own
+``ray.cluster_utils.Cluster``) that loses a node in the middle of a 40-question batch."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ray")
+
+from reactgraph.app.batchfile import run_file
+from reactgraph.app.cli import main
+from reactgraph.app.engines import Flight, run_jobs
+from reactgraph.app.pool import Job
+from reactgraph.app.runner import Recipe
+from tests.fakes import FakeOpenAIServer, echo_runner, seed_responder
+from tests.test_cli import environment
+from tests.test_persistence import postgres_url
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+# Every node on the loopback address, never the machine's network interface (conftest sets it
+# for this process before ray is imported; the commands run here get it too).
+LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def ray_environment(tmp: Path) -> dict[str, str]:
+    """What Ray's processes (nodes, actors) need here: this checkout importable (the tests'
+    fakes cross into actors by name), and a quick start on a loaded machine. The dev extra's
+    jsonschema imports rfc3987-syntax when it is installed (for Jupyter), which compiles a grammar
+    at import: seconds of CPU in every Ray process, long enough for a raylet on a busy 2-core
+    machine to give up waiting for its agents. Ray never needs it; a stub keeps it out."""
+    stub = tmp / "stub" / "rfc3987_syntax"
+    stub.mkdir(parents=True, exist_ok=True)
+    (stub / "__init__.py").write_text('raise ImportError("not needed by the tests\' Ray")\n')
+    path = [str(ROOT), str(stub.parent), os.environ.get("PYTHONPATH", "")]
+    return {**LOOPBACK, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
+
+
+def lines_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def without_timings(lines: list[dict[str, Any]], *drop: str) -> list[dict[str, Any]]:
+    gone = {"seconds", *drop}
+    kept = [{k: v for k, v in line.items() if k not in gone} for line in lines]
+    return sorted(kept, key=lambda line: json.dumps(line, sort_keys=True))
+
+
+def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The command line in a subprocess; Ray's start-up on a busy machine takes a while."""
+    return subprocess.run(
+        [sys.executable, "-m", "reactgraph.app.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment(env),
+        cwd=tempfile.mkdtemp(prefix="reactgraph-ray-"),
+    )
+
+
+def ray_processes() -> list[str]:
+    found = subprocess.run(["pgrep", "-af", "raylet|gcs_server"], capture_output=True, text=True)
+    return [line for line in found.stdout.splitlines() if "pgrep" not in line]
+
+
+def test_batch_and_eval_write_the_same_results_through_either_engine(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    env = ray_environment(tmp_path)
+    before = ray_processes()
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        "".join(json.dumps({"id": i, "question": f"Q{i}?"}) + "\n" for i in range(6))
+    )
+    batches = {}
+    for engine in ("local", "ray"):
+        out, db = tmp_path / f"{engine}.jsonl", tmp_path / f"{engine}.sqlite"
+        run = cli(
+            "batch", str(questions), "--out", str(out), "--db", str(db), "--engine", engine,
+            "--base-url", openai_server.url, "--workers", "2", env=env,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert run.stderr == "", run.stderr  # nothing of Ray's own on the command's stderr
+        batches[engine] = lines_of(out)
+    # The thread ids differ only in the database each batch had; the rest is the same.
+    assert without_timings(batches["local"]) == without_timings(batches["ray"])
+    evals = {}
+    for engine in ("local", "ray"):
+        folder = tmp_path / f"eval-{engine}"
+        run = cli(
+            "eval", "--bundled", "--limit", "3", "--variants", "transcript,notes",
+            "--out", str(folder), "--engine", engine, "--base-url", openai_server.url,
+            env=env,
+        )  # fmt: skip
+        assert run.returncode in (0, 1), run.stderr
+        evals[engine] = lines_of(folder / "results.jsonl")
+    assert len(evals["ray"]) == 6
+    assert without_timings(evals["local"]) == without_timings(evals["ray"])
+    # The local Ray each command started is stopped with it.
+    deadline = time.monotonic() + 60
+    while ray_processes() != before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ray_processes() == before
+
+
+# --- Two nodes, one killed mid-batch -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A head and a second node of one CPU each, this process their driver; shut down after.
+    The module's last test kills the second node."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in ray_environment(tmp_path_factory.mktemp("ray")).items():
+            patch.setenv(name, value)
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 1,
+                "node_ip_address": "127.0.0.1",
+                "include_dashboard": False,
+            },
+        )
+        try:
+            cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+            cluster.wait_for_nodes()
+            ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.ERROR)
+            yield cluster
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+
+
+def test_the_driver_hands_out_jobs_as_slots_free_up_never_all_at_once(cluster: Any) -> None:
+    taken = yielded = most = 0
+
+    def jobs() -> Iterator[Job]:
+        nonlocal taken, most
+        for index in range(300):
+            taken += 1
+            most = max(most, taken - yielded)
+            yield Job(index, f"question {index} pause=0.01", f"t{index}")
+
+    flight = Flight()
+    seen: list[int] = []
+    for result in run_jobs(
+        echo_runner, jobs(), concurrency=6, engine="ray", flight=flight, db=postgres_url()
+    ):
+        yielded += 1
+        assert flight.running <= 6
+        assert result["answer"] == f"question {result['index']} pause=0.01"
+        seen.append(result["index"])
+    assert sorted(seen) == list(range(300))  # each once
+    # At most the six in flight and the one waiting for a slot were ever taken from the source.
+    assert most <= 7, most
+
+
+def steps(request: dict[str, Any]) -> tuple[str, int]:
+    """A model call's question and how many Observations it had seen (its step)."""
+    first = str(request["messages"][0]["content"])
+    question = first.rsplit("Question:", 1)[-1].strip()
+    done = sum(str(m["content"]).startswith("Observation:") for m in request["messages"])
+    return question, done
+
+
+@pytest.mark.cluster
+def test_a_two_node_batch_loses_a_node_and_still_answers_each_question_once(
+    cluster: Any,
+    openai_server: FakeOpenAIServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="reactgraph.app.rayengine")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        "".join(json.dumps({"id": i, "question": f"Q{i}?"}) + "\n" for i in range(40))
+    )
+    out = tmp_path / "r.jsonl"
+    # A SQLite file cannot be shared by two nodes: refused in one line, before anything runs.
+    code = main(
+        ["batch", str(questions), "--out", str(out), "--engine", "ray",
+         "--db", str(tmp_path / "runs.sqlite"), "--base-url", openai_server.url]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "SQLite" in err[0] and "2 nodes" in err[0] and "postgresql://" in err[0]
+    assert not openai_server.requests
+
+    openai_server.responder = seed_responder  # four model calls a question
+    openai_server.latency_s = 0.3
+    recipe = Recipe(
+        variant="transcript",
+        model="test-model",
+        base_url=openai_server.url,
+        timeout=60.0,
+        corpus=None,
+        settings={"tool_timeout": 10.0},
+        db=postgres_url(),
+        concurrency=8,
+    )
+    outcome: dict[str, int] = {}
+    batch = threading.Thread(
+        target=lambda: outcome.update(code=run_file(recipe, str(questions), str(out), engine="ray"))
+    )
+    batch.start()
+
+    # Kill the second node once a dozen questions are answered and both nodes have answered
+    # some (an actor on a busy machine can take a while to start): its actor holds runs
+    # mid-way.
+    def nodes_so_far() -> set[str]:
+        found = (re.search(r"ran on node (\w+)", r.getMessage()) for r in caplog.records)
+        return {match.group(1) for match in found if match}
+
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and batch.is_alive():
+        if out.exists() and len(lines_of(out)) >= 12 and len(nodes_so_far()) == 2:
+            break
+        time.sleep(0.2)
+    assert batch.is_alive(), "the batch ended before the kill"
+    second = next(iter(cluster.worker_nodes))
+    nodes_before = nodes_so_far()
+    calls_at_kill = len(openai_server.requests)
+    cluster.remove_node(second, allow_graceful=False)
+    batch.join(600)
+    assert not batch.is_alive()
+    assert outcome["code"] == 0
+
+    lines = lines_of(out)
+    assert sorted(line["id"] for line in lines) == list(range(40))  # each once
+    wrong = [line for line in lines if line["status"] != "answered" or line["error"] is not None]
+    assert not wrong, wrong
+    assert len(nodes_before) == 2, nodes_before  # runs went to both nodes
+    resent = [r for r in caplog.records if "sent again" in r.getMessage()]
+    assert resent, "no job was held by the node that died"
+    # Resumed from their checkpoints: each question's steps asked once, bar the one step each
+    # interrupted run had in flight. Starting over would ask every earlier step again.
+    asked = Counter(steps(request) for request in openai_server.requests)
+    again = Counter(question for (question, _), times in asked.items() if times > 1)
+    assert all(times <= 2 for times in asked.values()), asked
+    assert all(count == 1 for count in again.values()), again
+    assert len(openai_server.requests) <= 40 * 4 + len(resent)
+    assert calls_at_kill < 40 * 4
+
+    # A re-run has nothing left to do.
+    calls = len(openai_server.requests)
+    assert run_file(recipe, str(questions), str(out), engine="ray") == 0
+    assert len(openai_server.requests) == calls and len(lines_of(out)) == 40

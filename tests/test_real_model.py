@@ -1,0 +1,202 @@
+"""A real model on a real server: SmolLM2-135M-Instruct on llama.cpp's OpenAI-compatible server
+(``llama-cpp-python[server]``), on 127.0.0.1. ``make test-real-model`` installs both and runs
+these (``REACTGRAPH_REAL_MODEL=1``); elsewhere they are skipped.
+
+A 135M model cannot answer the questions: these check the protocol, and that the loop stays
+robust on a real model's messy replies, never accuracy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from reactgraph import build_graph
+from reactgraph.models import chat_model
+from reactgraph.nodes import prompts
+from reactgraph.nodes.deps import describe_tools
+from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.tokens import TokenCounter
+from reactgraph.tools import calculator, search_tools
+from reactgraph.variants import REGISTRY
+from tests.llama_server import ALIAS, LlamaServer, available
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("REACTGRAPH_REAL_MODEL") != "1" or available() is not None,
+        reason=available() or "set REACTGRAPH_REAL_MODEL=1 (make test-real-model)",
+    ),
+]
+
+CAP = 64
+QUESTION = "How many years after the Eiffel Tower was completed did the Golden Gate Bridge open?"
+# Seconds each model call may take: generous, for a 2-core machine shared with other work.
+TIMEOUT = 240.0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    running = LlamaServer(log, threads=1).start()
+    yield running
+    running.stop()
+
+
+def tools() -> list[Any]:
+    return [*search_tools(), calculator]
+
+
+def model(server: LlamaServer, timeout: float = TIMEOUT, stream: bool = False) -> Any:
+    """Not streamed by default: llama-cpp-python's server reports usage only then."""
+    return chat_model(ALIAS, base_url=server.url, timeout=timeout, temperature=0.0, stream=stream)
+
+
+def graph(server: LlamaServer, variant: str, stream: bool = False, **settings: Any) -> Any:
+    if "context_window" in {s.name for s in REGISTRY[variant].settings}:
+        settings.setdefault("context_window", 2048)
+    return build_graph(
+        variant,
+        model=model(server, stream=stream),
+        tools=tools(),
+        max_completion_tokens=CAP,
+        model_retries=1,
+        retry_backoff_s=0.5,
+        **settings,
+    )
+
+
+def check_turns(result: dict[str, Any]) -> None:
+    for turn in result["turns"]:
+        assert turn["token_source"] == "usage"
+        assert 0 <= turn["completion_tokens"] <= CAP
+        assert turn["prompt_tokens"] > 0
+        assert "Observation:" not in turn["reply"]
+        assert "Observation:" not in turn["text"]
+
+
+@pytest.mark.parametrize("variant", list(REGISTRY))
+def test_every_variant_ends_with_a_known_status(server: LlamaServer, variant: str) -> None:
+    result = graph(server, variant, max_turns=2).invoke({"question": QUESTION})
+    assert result["status"] in REGISTRY[variant].statuses
+    assert result["turns"]
+    check_turns(result)
+
+
+def opening_tokens() -> int:
+    """The first prompt's tokens, as the compaction variant counts them."""
+    text = prompts.REACT_PROMPT.format(tool_descriptions=describe_tools(tools()), question=QUESTION)
+    return TokenCounter(ALIAS)([HumanMessage(text)])
+
+
+def test_a_compaction_with_a_real_summarizer_call(server: LlamaServer) -> None:
+    # The threshold sits 150 tokens above the first prompt: a turn or two passes it, and a
+    # fresh window (the first prompt and a summary of at most 64 tokens) is under it again.
+    threshold = (opening_tokens() + 150) / 2048
+    built = graph(server, "compaction", max_turns=6, compaction_threshold=threshold, keep_turns=0)
+    result = built.invoke({"question": QUESTION})
+    assert result["status"] in REGISTRY["compaction"].statuses
+    (first, *_) = result["compactions"]
+    assert first["prompt_tokens"] > 0
+    assert 0 < first["completion_tokens"] <= CAP
+    check_turns(result)
+
+
+def test_astream_messages_yields_tokens(server: LlamaServer) -> None:
+    built = graph(server, "transcript", stream=True, max_turns=1)
+
+    async def main() -> list[str]:
+        pieces = []
+        stream = built.astream({"question": QUESTION}, stream_mode="messages")
+        async for message, _metadata in stream:
+            if type(message).__name__ == "AIMessageChunk" and message.content:
+                pieces.append(message.content)
+        return pieces
+
+    pieces = asyncio.run(main())
+    assert len(pieces) > 3  # token by token, not one message at the end
+
+
+def test_four_concurrent_ainvoke_runs(server: LlamaServer) -> None:
+    built = graph(server, "transcript", max_turns=1)
+
+    async def main() -> list[dict[str, Any]]:
+        questions = [f"{QUESTION} (run {n})" for n in range(4)]
+        return await asyncio.gather(*(built.ainvoke({"question": q}) for q in questions))
+
+    results = asyncio.run(main())
+    for result in results:
+        assert result["status"] in REGISTRY["transcript"].statuses
+        check_turns(result)
+
+
+def test_a_deadline_shorter_than_a_call_frees_the_server(server: LlamaServer) -> None:
+    endless = model(server, timeout=2.0, stream=True)
+    # The end-of-turn token is forbidden: the reply would go on to the context's end.
+    endless.extra_body = {"logit_bias": {"<|im_end|>": -100}, "logit_bias_type": "tokens"}
+    built = build_graph(
+        "transcript", model=endless, tools=[], max_completion_tokens=None, model_retries=0
+    )
+    before = server.log.read_text().count("Disconnected from client")
+    with pytest.raises(ModelCallError, match="TimedOut"):
+        built.invoke({"question": "Count from 1 to 100000, one number a line."})
+    abandoned = time.monotonic()
+    # The server says the client went away (our stream was closed); no other request came.
+    deadline = time.monotonic() + 120
+    while server.log.read_text().count("Disconnected from client") == before:
+        assert time.monotonic() < deadline, "the server never noticed the abandoned call"
+        time.sleep(0.1)
+    answer = server.complete("Say hi.", max_tokens=8)
+    freed = time.monotonic() - abandoned
+    assert answer["choices"][0]["message"]["content"] is not None
+    print(f"\nthe server answered the next request {freed:.1f} s after the abandoned call")
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    return subprocess.run(
+        [sys.executable, "-m", "reactgraph.app.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=variables,
+        cwd=cwd,
+    )
+
+
+def test_ask_and_batch_from_the_command_line(server: LlamaServer, tmp_path: Path) -> None:
+    common = ["--base-url", server.url, "--model", ALIAS, "--max-turns", "1"]
+    common += ["--max-completion-tokens", str(CAP), "--timeout", str(TIMEOUT)]
+    db = str(tmp_path / "runs.db")
+    asked = cli("ask", QUESTION, *common, "--db", db, "--thread", "t1", cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    questions = tmp_path / "questions.jsonl"
+    lines = [{"id": f"q{n}", "question": f"{QUESTION} ({n})"} for n in range(2)]
+    questions.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "results.jsonl"
+    batch = cli(
+        "batch",
+        str(questions),
+        "--out",
+        str(out),
+        *common,
+        "--db",
+        db,
+        "--workers",
+        "1",
+        cwd=tmp_path,
+    )
+    assert batch.returncode == 0, batch.stderr
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["id"] for r in results) == ["q0", "q1"]
+    assert all(r["status"] in REGISTRY["transcript"].statuses for r in results)

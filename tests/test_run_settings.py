@@ -1,0 +1,190 @@
+"""Every per-run setting of every variant changes what a run does: one graph, run once with the
+built values and once with the setting changed in the run's context, under ``invoke`` and
+``ainvoke``. A per-run setting without a probe here fails the test."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+from langchain_core.tools import tool
+
+from reactgraph import build_graph
+from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.tokens import message_text
+from reactgraph.variants import REGISTRY
+from tests.fakes import FakeChatModel, Runner, ToolLog, action, answer, big
+
+SUMMARY = "## Goal\nG\n## Next step\nGo on."
+
+
+def responder(messages: list[BaseMessage]) -> str:
+    """Echo a new step each turn; answer after six; summarize when asked to."""
+    first = message_text(messages[0])
+    if first.startswith("You are compacting"):
+        return SUMMARY
+    done = sum(message_text(m).startswith("Observation:") for m in messages)
+    return action("echo", f"step {done}") if done < 6 else answer("done")
+
+
+class Flaky:
+    """A first call that times out (a transient fault), then answers."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, messages: list[BaseMessage]) -> str:
+        self.calls += 1
+        if self.calls == 1:
+            raise TimeoutError("injected timeout")
+        return answer("after a retry")
+
+
+@tool
+def nap(text: str) -> str:
+    """Sleeps a little."""
+    time.sleep(0.3)
+    return "rested"
+
+
+def counter(messages: Any) -> int:
+    """100 tokens a message: compaction thresholds in whole messages."""
+    return 100 * len(messages)
+
+
+@dataclass
+class Probe:
+    built: dict[str, Any]
+    context: dict[str, Any]
+    observe: Callable[[dict[str, Any]], Any]
+    replies: Callable[[], list[Any]] = lambda: [responder] * 200
+    server: bool = False
+    """Whether the run's context sends the model calls to the test server (``base_url``)."""
+
+
+def obs(result: dict[str, Any]) -> list[str | None]:
+    return [t["observation"] for t in result["turns"]]
+
+
+def window_hides_step_0(result: dict[str, Any]) -> bool:
+    model: FakeChatModel = result["_model"]
+    return "echo: step 0" not in model.prompts[-1]
+
+
+PROBES: dict[str, Probe] = {
+    "max_turns": Probe({"max_turns": 4}, {"max_turns": 2}, lambda r: len(r["turns"])),
+    "tool_timeout": Probe(
+        {"tool_timeout": 5.0},
+        {"tool_timeout": 0.05},
+        lambda r: obs(r)[0],
+        lambda: [action("nap", "x"), answer("d")],
+    ),
+    "max_observation_chars": Probe(
+        {},
+        {"max_observation_chars": 10},
+        lambda r: len(obs(r)[0] or ""),
+        lambda: [action("big", "x"), answer("d")],
+    ),
+    "stuck_repeats": Probe(
+        {"stuck_repeats": 5},
+        {"stuck_repeats": 2},
+        lambda r: (r["status"], len(r["turns"])),
+        lambda: [action("echo", "same")] * 6 + [answer("d")],
+    ),
+    "model_retries": Probe(
+        {"model_retries": 1, "retry_backoff_s": 0},
+        {"model_retries": 0},
+        lambda r: r.get("_error") or r["status"],
+        lambda: [Flaky()] * 3,
+    ),
+    "retry_backoff_s": Probe(
+        {"model_retries": 1, "retry_backoff_s": 0},
+        {"retry_backoff_s": 0.04},
+        lambda r: "in 0.00 s" in r["_log"],
+        lambda: [Flaky()] * 3,
+    ),
+    "max_completion_tokens": Probe({}, {"max_completion_tokens": 64}, lambda r: r["_model"].caps),
+    "model_name": Probe(
+        {},
+        {"model_name": "other-model"},
+        lambda r: sorted({body["model"] for body in r["_server"].requests}),
+        server=True,
+    ),
+    # Without a base_url the built (scripted) model answers; with one, the server does.
+    "base_url": Probe({}, {"base_url": None}, lambda r: len(r["_server"].requests)),
+    "window_turns": Probe({"window_turns": 8}, {"window_turns": 1}, window_hides_step_0),
+    "max_notes_chars": Probe(
+        {},
+        {"max_notes_chars": 10},
+        lambda r: obs(r)[0],
+        lambda: [action("update_notes", "a plan of fifty characters, give or take"), answer("d")],
+    ),
+    "compaction_threshold": Probe(
+        {"context_window": 1000, "compaction_threshold": 1.0},
+        {"compaction_threshold": 0.5},
+        lambda r: (r["status"], len(r.get("compactions") or [])),
+    ),
+    "keep_turns": Probe(
+        {"context_window": 1000, "compaction_threshold": 0.7, "keep_turns": 0},
+        {"keep_turns": 1},
+        lambda r: [c["first_kept_turn"] for c in r.get("compactions") or []],
+    ),
+    "context_window": Probe(
+        {"context_window": 100_000},
+        {"context_window": 800},
+        lambda r: (r["status"], len(r.get("compactions") or [])),
+    ),
+}
+
+CASES = [
+    (name, setting.name)
+    for name, spec in REGISTRY.items()
+    for setting in spec.settings
+    if setting.per_run
+]
+
+
+def outcome(
+    run: Runner, variant: str, probe: Probe, context: dict[str, Any], request: Any
+) -> dict[str, Any]:
+    spec = REGISTRY[variant]
+    model = FakeChatModel(replies=probe.replies())
+    built = dict(probe.built)
+    objects: dict[str, Any] = {}
+    if "token_counter" in spec.objects:
+        objects["token_counter"] = counter
+        built.setdefault("context_window", 100_000)
+    tools = [ToolLog().echo(), nap, big]
+    graph = build_graph(variant, model=model, tools=tools, **objects, **built)
+    server = request.getfixturevalue("openai_server")
+    server.responder = lambda body: answer("from the server")
+    if probe.server or "base_url" in context:
+        context = {**context, "base_url": server.url}
+    caplog = request.getfixturevalue("caplog")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.providers"):
+        try:
+            result = dict(run(graph, {"question": "Q?"}, context=context or None))
+        except ModelCallError as error:
+            result = {"_error": type(error).__name__}
+    return {**result, "_model": model, "_server": server, "_log": caplog.text}
+
+
+def test_every_per_run_setting_has_a_probe() -> None:
+    assert {setting for _, setting in CASES} == set(PROBES)
+
+
+@pytest.mark.parametrize(("variant", "setting"), CASES)
+def test_each_per_run_setting_changes_the_run(
+    variant: str, setting: str, run: Runner, request: pytest.FixtureRequest
+) -> None:
+    probe = PROBES[setting]
+    before = outcome(run, variant, probe, {}, request)
+    seen = probe.observe(before)
+    after = outcome(run, variant, probe, dict(probe.context), request)
+    assert seen != probe.observe(after), (variant, setting, seen)

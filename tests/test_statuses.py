@@ -1,0 +1,51 @@
+"""The statuses are one declaration (``reactgraph.nodes.statuses``): the state's type, the
+variants, the chat view, the console and the eval report all follow it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import get_args, get_type_hints
+
+from reactgraph.app import console
+from reactgraph.app.eval import report
+from reactgraph.nodes import chat
+from reactgraph.nodes.state import State
+from reactgraph.nodes.statuses import ENDINGS, STATUSES, Status
+from reactgraph.variants import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_state_type_is_the_declaration() -> None:
+    assert get_args(Status) == STATUSES == tuple(ENDINGS)
+    hint = get_type_hints(State, include_extras=True)["status"]
+    assert set(STATUSES) <= set(re.findall(r"'(\w+)'", repr(hint)))
+
+
+def test_every_variant_ends_only_in_declared_statuses() -> None:
+    for spec in REGISTRY.values():
+        assert set(spec.statuses) <= set(STATUSES), spec.name
+    assert {s for spec in REGISTRY.values() for s in spec.statuses} == set(STATUSES)
+
+
+def test_the_console_the_report_and_the_chat_view_read_it() -> None:
+    for ending in ENDINGS.values():
+        assert console.STATUS_STYLE[ending.status] in ("green", "yellow", "red")
+        assert report._COLOURS[ending.status] == ending.colour
+        assert chat._ENDINGS.get(ending.status) == ending.chat
+    assert report.STATUSES == STATUSES
+    table = report.markdown_table([])
+    header = table.splitlines()[0]
+    assert all(status in header for status in STATUSES)
+
+
+def test_every_status_the_code_sets_is_declared() -> None:
+    # A status set anywhere in the node or graph code ({"status": "x"} or status="x").
+    pattern = re.compile(r"""["']?status["']?\s*[:=]\s*["'](\w+)["']""")
+    found = set()
+    for folder in ("nodes", "graphs"):
+        for path in (ROOT / folder).rglob("*.py"):
+            found |= set(pattern.findall(path.read_text()))
+    found -= {"finished", "interrupted", "unknown"}  # a thread's state, not how a run ended
+    assert found and found <= set(STATUSES), found - set(STATUSES)
