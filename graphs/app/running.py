@@ -13,15 +13,14 @@ from reactgraph import build_graph
 from reactgraph.app import console as out
 from reactgraph.app import interrupts
 from reactgraph.app.engines import check_engine
+from reactgraph.app.hints import resume_hint, saved_hint
 from reactgraph.app.options import (
     DB_FAULTS,
     UsageError,
     build_for,
     held,
     make_model,
-    resume_hint,
     run_settings,
-    saved_hint,
 )
 from reactgraph.app.runner import Recipe
 from reactgraph.app.viewing import load_record, reader
