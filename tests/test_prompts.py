@@ -10,6 +10,7 @@ import pytest
 from reactgraph.nodes import prompts
 
 FIELDS = {
+    "blocks": "an image block",
     "tool_descriptions": "search[input]: look things up",
     "question": "Q?",
     "name": "search",

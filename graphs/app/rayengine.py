@@ -143,7 +143,13 @@ def connected(address: str | None) -> Iterator[Any]:
     local = {} if address else {"include_dashboard": False, "_node_ip_address": "127.0.0.1"}
     try:
         # Actors' output stays in the nodes' logs: this process's stdout is the command's.
-        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, **local)
+        # "local" starts a Ray of this run's own, never joining one already running here.
+        ray.init(
+            address=address or "local",
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            **local,
+        )
     except Exception as error:  # Ray raises plain Exceptions here (a start-up that timed out)
         where = f"reach the Ray cluster at {address}" if address else "start a local Ray"
         raise EngineError(f"cannot {where}: {error}") from None
