@@ -62,6 +62,14 @@ def build(port: int = 8000) -> FastMCP:
         return f"slept {seconds}"
 
     @server.tool()
+    async def hold(folder: str) -> str:
+        """Write folder/entered, then wait until folder/release exists (a test's marker)."""
+        Path(folder, "entered").touch()
+        while not Path(folder, "release").exists():
+            await asyncio.sleep(0.02)
+        return "released"
+
+    @server.tool()
     def fail(message: str) -> str:
         """Raise an error with the given message."""
         raise ValueError(message)

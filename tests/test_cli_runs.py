@@ -29,7 +29,7 @@ def test_an_empty_question_is_one_line_and_leaves_no_thread(tmp_path: Path) -> N
     one_line_error(result, "the question is empty")
     # Latin-1 bytes on the command line become a lone surrogate, which no database can store.
     latin = cli("ask", b"caf\xe9", "--base-url", "http://127.0.0.1:9/v1", "--db", str(db))  # type: ignore[arg-type]
-    one_line_error(latin, "the question cannot be stored")
+    one_line_error(latin, "the question is not UTF-8 text: byte 0xe9 at position 3")
     if db.exists():
         with open_db(str(db)) as (saver, store):
             assert RunRecord.all(store) == []

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -154,6 +154,13 @@ def run_file(
         outcomes = run.all(todo, total, workers, concurrency, engine, address)
     finally:
         results.close()
+    errors = run.errors
+    if errors:  # exit 1 says a run failed: this says which, and why
+        more = f' (the first of {len(errors)}: see their "error" in {out_path})'
+        out.fail(
+            f"{len(errors)} of {total} question(s) failed{more if len(errors) > 1 else ''}: "
+            f"{errors[0]}; run the same command again to retry them"
+        )
     if "busy" in outcomes:
         return 2
     return 1 if "failed" in outcomes else 0
@@ -178,6 +185,8 @@ class _Run:
     recipe: Recipe
     results: Results
     source: str
+    errors: list[str] = field(default_factory=list)
+    """The first line of each failed run's error, for the one line that says why."""
 
     def all(
         self,
@@ -227,4 +236,6 @@ class _Run:
         }
         if not self.results.record(line):
             return "done"
+        if error:
+            self.errors.append(error.strip().splitlines()[0] if error.strip() else error)
         return "failed" if error else "ran"

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from reactgraph.app import interrupts
 from reactgraph.app.engines import ENGINES
 from reactgraph.app.eval.parser import add_eval_parser
 from reactgraph.app.flags import UsageError, add_setting_flags
@@ -207,16 +208,27 @@ def command(handler: str | Callable[[argparse.Namespace], int]) -> Callable[...,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script."""
+    """Entry point of the console script: the command, under the Ctrl-C guard (``interrupts``)."""
+    return interrupts.run(lambda: run_command(argv))
+
+
+def run_command(argv: Sequence[str] | None) -> int:
+    """Parse the arguments and run the command they name."""
     args = make_parser().parse_args(argv)
     from reactgraph.app import console as out
     from reactgraph.app.engines import EngineError
+    from reactgraph.app.hints import check_text, interrupted_hint
+    from reactgraph.app.results import ResultsUnwritable
     from reactgraph.storage.database import DatabaseError, ThreadBusy
 
     out.configure_logging(args.verbose)
+    hint = interrupted_hint(args)
+    if hint is not None:
+        interrupts.stoppable(hint)
     try:
+        check_text(args)
         return command(args.handler)(args)
-    except (UsageError, DatabaseError, ThreadBusy, EngineError) as error:
+    except (UsageError, DatabaseError, ThreadBusy, EngineError, ResultsUnwritable) as error:
         out.fail(str(error))
         return 2
 

@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shlex
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -123,9 +122,3 @@ def held(db: str, thread: str) -> Iterator[Lease]:
         except DB_FAULTS as error:
             # The lock's session is gone with the server, and the lock with it.
             logger.info("releasing the lock on thread %s: %s", thread, error)
-
-
-def resume_hint(thread: str, db: str) -> str:
-    """The command that continues the thread, from any folder."""
-    where = db if is_postgres(db) else os.path.abspath(db)
-    return f"reactgraph resume {shlex.quote(thread)} --db {shlex.quote(where)}"

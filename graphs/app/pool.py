@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from multiprocessing import connection
 from typing import Any
 
+from reactgraph.app import interrupts
+
 _POLL_S = 0.2
 
 
@@ -116,6 +118,10 @@ def run_parallel(
         return
     context = multiprocessing.get_context("spawn")  # never fork a process holding threads
     channels: dict[Any, _Channel] = {}
+    started: list[Any] = []
+    # Ctrl-C on the command line ends this process at once: the workers go with it.
+    stop = interrupts.on_stop(lambda: _terminate(started))
+    stop.__enter__()
     try:
         for _ in range(workers):
             jobs_in, jobs_out = context.Pipe(duplex=False)
@@ -124,17 +130,24 @@ def run_parallel(
                 target=_worker, args=(open_runner, jobs_in, results_out, slots), daemon=True
             )
             process.start()
+            started.append(process)
             # The worker's ends, closed here so that its exit (or death) reads as the pipe's end.
             jobs_in.close()
             results_out.close()
             channels[results_in] = _Channel(process, jobs_out)
         yield from _collect(channels, jobs)
     finally:
-        for channel in channels.values():
-            if channel.process.is_alive():
-                channel.process.terminate()
-        for channel in channels.values():
-            channel.process.join(5)
+        _terminate(started)
+        stop.__exit__(None, None, None)
+
+
+def _terminate(processes: list[Any]) -> None:
+    """Stop the workers still running, and reap them."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(5)
 
 
 @dataclass
@@ -152,19 +165,28 @@ def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Ite
     results: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
     waiting = collections.deque(jobs)
     loop = asyncio.new_event_loop()
+    closing = False  # read and written on the loop's thread only
 
     async def take() -> Job | None:
         return waiting.popleft() if waiting else None
 
+    def cancel_runs() -> None:
+        # Only the runs: once the loop is closing, its own clean-up (the model client's pool
+        # closed by its async generator) must not be cancelled, or it ends in a traceback.
+        if not closing:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+
     def serve() -> None:
+        nonlocal closing
         try:
             loop.run_until_complete(_serve(open_runner, take, results.put, slots))
             results.put(("end", None))
         except BaseException as error:  # handed to the reader, who raises it
             results.put(("error", error))
         finally:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+            closing = True
+            _close(loop)
 
     thread = threading.Thread(target=serve, name="reactgraph-runs", daemon=True)
     thread.start()
@@ -180,8 +202,23 @@ def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Ite
     finally:
         # The loop may close between these two lines (the runs ended): nothing is left to cancel.
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
+            loop.call_soon_threadsafe(cancel_runs)
         thread.join(30)
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    """What ``asyncio.run`` does after its coroutine: cancel what is left and wait for it,
+    close the async generators, then the loop."""
+    try:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        loop.close()
 
 
 def _collect(channels: dict[Any, _Channel], jobs: Sequence[Job]) -> Iterator[dict]:
@@ -194,6 +231,7 @@ def _collect(channels: dict[Any, _Channel], jobs: Sequence[Job]) -> Iterator[dic
             try:
                 kind, item = reader.recv()
             except (EOFError, OSError):
+                interrupts.park_if_stopping()  # Ctrl-C ended it: not a failure of its runs
                 del channels[reader]
                 for index in sorted(channel.held):
                     why = "the worker process running it died"

@@ -7,6 +7,8 @@ started on a fresh line if a killed writer left a torn one."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -101,7 +103,9 @@ class Results:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def append(self, line: dict[str, Any]) -> None:
-        """One line in one write, durable, started on a fresh line after a torn one."""
+        """One line in one write, durable, started on a fresh line after a torn one. A write
+        that fails or falls short (a full disk, a file size limit) is taken back whole, so no
+        line is torn: ``ResultsUnwritable``."""
         try:
             data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
         except UnicodeEncodeError:
@@ -111,5 +115,19 @@ class Results:
         size = os.fstat(self._fd).st_size
         if size and os.pread(self._fd, 1, size - 1) != b"\n":
             data = b"\n" + data
-        os.write(self._fd, data)
-        os.fsync(self._fd)
+        try:
+            if os.write(self._fd, data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            os.fsync(self._fd)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)
+            raise ResultsUnwritable(
+                f"cannot write the results to {self.path} ({error.strerror or error}); every "
+                "finished run is kept in the database: make room, then run the same command "
+                "again to write them"
+            ) from None
+
+
+class ResultsUnwritable(Exception):
+    """The results file cannot take another line (the message says why and how to go on)."""

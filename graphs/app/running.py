@@ -11,14 +11,15 @@ from typing import Any
 
 from reactgraph import build_graph
 from reactgraph.app import console as out
+from reactgraph.app import interrupts
 from reactgraph.app.engines import check_engine
+from reactgraph.app.hints import resume_hint, saved_hint
 from reactgraph.app.options import (
     DB_FAULTS,
     UsageError,
     build_for,
     held,
     make_model,
-    resume_hint,
     run_settings,
 )
 from reactgraph.app.runner import Recipe
@@ -51,15 +52,13 @@ def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[A
 
 
 def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str, lease: Lease) -> int:
-    """Print each turn of a started run live; Ctrl-C, spent retries and a database fault leave
-    it resumable and say how. A lost lock stops the run at its next write."""
+    """Print each turn of a started run live; spent retries and a database fault leave it
+    resumable and say how (Ctrl-C too: ``reactgraph.app.interrupts``). A lost lock stops the
+    run at its next write."""
     hint = resume_hint(record.thread_id, db)
     try:
         for turn in out.turns_in(updates):
             out.print_turn(turn)
-    except KeyboardInterrupt:
-        out.errors.print(f"\nInterrupted. The run is saved; resume it with:\n  {hint}")
-        return 130
     except ModelCallError as error:
         out.fail(f"{str(error).rstrip('.')}. The run is saved; resume it with: {hint}")
         return 1
@@ -111,6 +110,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         graph = build_for(record, model, lease_saver(saver, lease), store)
         updates = start(graph, {"question": args.question}, thread)
         record.save(store)
+        # From here a stop leaves a thread that `resume` finishes (before, Ctrl-C waits).
+        interrupts.stoppable(saved_hint(thread, args.db))
         out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
         return stream_run(graph, updates, record, args.db, lease)
 

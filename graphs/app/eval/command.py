@@ -12,8 +12,9 @@ from reactgraph.app import console as out
 from reactgraph.app.engines import Flight
 from reactgraph.app.eval.inputs import Item, bundled_questions, read_questions
 from reactgraph.app.eval.report import write_report
-from reactgraph.app.eval.run import DATABASE, read_results, run_eval
+from reactgraph.app.eval.run import DATABASE, RESULTS, read_results, run_eval
 from reactgraph.app.options import UsageError, make_model
+from reactgraph.app.results import Results
 from reactgraph.app.running import engine_from, recipe_from
 from reactgraph.variants import REGISTRY, VARIANTS
 
@@ -63,6 +64,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     engine = engine_from(args)
     items = items_from(args)
     folder = Path(args.out)
+    writable(folder)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
     args.variant = variants[0]  # the recipe's own; each pair names its variant
     args.db = args.db or str((folder / DATABASE).resolve())
@@ -78,26 +80,35 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 out.console.print(f"[dim]{done} pair(s) already done in {folder}; skipped[/dim]")
             bar.update(task, total=todo)
 
-        try:
-            failures = 0
-            for line in run_eval(
-                recipe,
-                items,
-                variants,
-                folder,
-                workers=args.workers,
-                concurrency=args.concurrency,
-                on_start=on_start,
-                source=source_of(args),
-                flight=flight,
-                **engine,
-            ):
-                failures += bool(line.get("error"))
-                bar.update(task, advance=1, failed=failures)
-        except KeyboardInterrupt:
-            out.errors.print("\nInterrupted: finished pairs are kept; run the same command again")
-            return 130
+        # Ctrl-C: "finished pairs are kept" (reactgraph.app.interrupts, hints.interrupted_hint)
+        failures = 0
+        for line in run_eval(
+            recipe,
+            items,
+            variants,
+            folder,
+            workers=args.workers,
+            concurrency=args.concurrency,
+            on_start=on_start,
+            source=source_of(args),
+            flight=flight,
+            **engine,
+        ):
+            failures += bool(line.get("error"))
+            bar.update(task, advance=1, failed=failures)
     return report(folder, variants, args.model, time.perf_counter() - started, len(items))
+
+
+def writable(folder: Path) -> None:
+    """The --out folder, made if need be, takes the results file; else one line."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        Results(str(folder / RESULTS)).close()
+    except OSError as error:
+        raise UsageError(
+            f"cannot write the results to --out {folder}: {error.strerror or error}; "
+            "pass a folder you can write to"
+        ) from None
 
 
 def report(folder: Path, variants: list[str], model: str, wall: float, questions: int) -> int:

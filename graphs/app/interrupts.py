@@ -1,0 +1,151 @@
+"""Ctrl-C for the command line: at any moment, one line saying how to go on, exit 130.
+
+A ``KeyboardInterrupt`` raised into running code lands wherever the main thread happens to be,
+and library code on the way (a ``finally`` that returns, an ``except BaseException``, an event
+loop turning SIGINT into a cancellation) can end it as a normal return: the user believes the
+run stopped, and a script reading the exit code believes it finished. So no code of a command
+ever sees one. ``run`` does the command on a thread of its own with SIGINT blocked there (so
+also in every thread and process it starts: the signal always comes to the main thread, and
+batch workers are stopped by their parent). The main thread only waits. On SIGINT it prints the
+command's hint and ends the process at once, as a kill would: every step stored so far stays,
+and what was in flight runs again on resume.
+
+Until the command says what a stop leaves (``stoppable``), a Ctrl-C waits for it, so that ``ask``
+never stops before its thread is recorded; a second Ctrl-C stops it anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+EXIT_CODE = 130
+_DONE, _STOPPABLE = b"\xff", b"\xfe"
+_SIGINT = {signal.SIGINT}
+
+
+class _State:
+    """What the main thread needs to stop the command: its hint and what must go with it."""
+
+    def __init__(self) -> None:
+        self.hint: str | None = None
+        self.cleanups: list[Callable[[], None]] = []
+        self.wake: socket.socket | None = None
+        self.lock = threading.Lock()
+
+
+_state = _State()
+_stopping = threading.Event()
+
+
+def park_if_stopping() -> None:
+    """On a thread of the command: never return once Ctrl-C is ending the process, so that
+    what the stop itself causes (its workers ended) is not reported as a failure."""
+    if _stopping.is_set():
+        threading.Event().wait()
+
+
+def stoppable(hint: str) -> None:
+    """From now on a Ctrl-C stops the command at once and prints ``Interrupted. {hint}`` (a
+    Ctrl-C that came earlier stops it now)."""
+    with _state.lock:
+        _state.hint = hint
+        wake = _state.wake
+    if wake is not None:
+        with contextlib.suppress(OSError):
+            wake.send(_STOPPABLE)
+
+
+@contextlib.contextmanager
+def on_stop(cleanup: Callable[[], None]) -> Iterator[None]:
+    """Call ``cleanup`` (from the main thread) if Ctrl-C stops the command meanwhile: for what a
+    process's exit does not end by itself, such as worker processes."""
+    with _state.lock:
+        _state.cleanups.append(cleanup)
+    try:
+        yield
+    finally:
+        with _state.lock:
+            _state.cleanups.remove(cleanup)
+
+
+def run(command: Callable[[], int]) -> int:
+    """``command()`` on a thread of its own; its result (or its exception, raised here), or
+    the hint and exit 130 at the first Ctrl-C once it is stoppable (the second in any case).
+    Off the main thread (a test, an embedding program), it is just called."""
+    if threading.current_thread() is not threading.main_thread():
+        return command()
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return command()  # started to ignore Ctrl-C (a background job): so it stays
+    reader, writer = socket.socketpair()
+    reader.setblocking(True)
+    writer.setblocking(False)
+    outcome: dict[str, Any] = {}
+
+    def body() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+        try:
+            outcome["code"] = command()
+        except BaseException as error:  # raised again on the main thread
+            outcome["error"] = error
+        finally:
+            with contextlib.suppress(OSError):
+                writer.send(_DONE)
+
+    previous = signal.signal(signal.SIGINT, lambda *_: None)  # the wakeup byte says it came
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    with _state.lock:
+        _state.hint, _state.wake = None, writer
+    # A Ctrl-C that came while SIGINT was held (blocked by whoever started us) is taken now.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
+    try:
+        threading.Thread(target=body, name="reactgraph-command", daemon=True).start()
+        _wait(reader)
+    finally:
+        signal.set_wakeup_fd(previous_fd)
+        signal.signal(signal.SIGINT, previous)
+        with _state.lock:
+            _state.wake = None
+        reader.close()
+        writer.close()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["code"]
+
+
+def _wait(reader: socket.socket) -> None:
+    """Until the command ends; a stop (see the module) never returns."""
+    interrupts = 0
+    while True:
+        data = reader.recv(64)
+        interrupts += data.count(bytes([signal.SIGINT]))
+        if _DONE in data:
+            return
+        with _state.lock:
+            hint = _state.hint
+        if interrupts and (hint is not None or interrupts > 1):
+            _stop(hint)
+
+
+def _stop(hint: str | None) -> None:
+    """Say how to go on, end what would outlive the process, and end the process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the way out is not interrupted again
+    _stopping.set()
+    text = hint if hint is not None else "Stopped before anything was saved."
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"\nInterrupted. {text}\n")
+        sys.stderr.flush()
+    with _state.lock:
+        cleanups = list(_state.cleanups)
+    for cleanup in cleanups:
+        with contextlib.suppress(Exception):
+            cleanup()
+    os._exit(EXIT_CODE)

@@ -1,0 +1,255 @@
+"""Ctrl-C at every moment of ``ask``, ``resume``, ``batch`` and ``eval``: exit 130, the hint, no
+traceback, and a thread (or a re-run) that finishes the work. Each moment is reached by a marker,
+never by a sleep: the test server holding the Nth request, a checkpoint count, a file a tool
+writes, or a SIGINT sent before the process has run a line of ours."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.test_cli import cli, environment, scratch
+
+pytestmark = pytest.mark.slow
+
+WITHIN_S = 120  # a bound for a marker that never comes (a hang), not a timing
+
+
+class Gate:
+    """A responder that holds every request from the ``at``-th on until ``release``."""
+
+    def __init__(self, responder: Callable[[dict[str, Any]], str], at: int) -> None:
+        self.responder, self.at, self.seen = responder, at, 0
+        self.opened = threading.Event()
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        with self.lock:
+            self.seen += 1
+            number = self.seen
+        if number >= self.at:
+            self.opened.wait(WITHIN_S)
+        return self.responder(body)
+
+    def release(self) -> None:
+        self.opened.set()
+
+
+def until(condition: Callable[[], bool], process: subprocess.Popen[str] | None = None) -> None:
+    """Wait for a marker (a bound only against a hang)."""
+    deadline = time.monotonic() + WITHIN_S
+    while not condition():
+        if process is not None and process.poll() is not None:
+            out, err = process.communicate()
+            pytest.fail(f"the command ended first ({process.returncode}): {out}\n{err}")
+        assert time.monotonic() < deadline, "the marker never came"
+        time.sleep(0.01)
+
+
+def start(*args: str, held: bool = False, group: bool = False) -> subprocess.Popen[str]:
+    """The command in the background; ``held``: SIGINT blocked when it starts, so a SIGINT
+    sent at once is pending before the interpreter runs a line of ours; ``group``: in a
+    process group of its own, for a Ctrl-C that reaches every process of it, as a terminal's."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "reactgraph.app.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment(),
+            cwd=scratch(),
+            start_new_session=group,
+        )
+    finally:
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def interrupted(process: subprocess.Popen[str], group: bool = False) -> str:
+    """Ctrl-C; the stderr of a process that ended as promised."""
+    if group:
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=WITHIN_S)
+    assert process.returncode == 130, (process.returncode, out, err)
+    assert "Traceback" not in err and "Exception" not in err, err
+    return err
+
+
+def ask(server: FakeOpenAIServer, db: Path, thread: str = "t", **options: bool) -> Any:
+    return start(
+        "ask", "How many years?", "--base-url", server.url, "--db", str(db), "--thread", thread,
+        **options,
+    )  # fmt: skip
+
+
+def resumed(server: FakeOpenAIServer, db: Path, thread: str = "t") -> None:
+    """`resume` finishes the run with the unkilled run's answer."""
+    run = cli("resume", thread, "--db", str(db), env={"OPENAI_BASE_URL": server.url})
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert "Answer: 48" in run.stdout and "Status: answered" in run.stdout
+    assert "already finished" not in run.stdout
+
+
+def checkpoints(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as connection:
+            return connection.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+    except sqlite3.OperationalError:  # not made yet
+        return 0
+
+
+def test_a_ctrl_c_before_the_first_line_stops_ask_once_its_thread_is_recorded(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    db = tmp_path / "runs.sqlite"
+    process = ask(openai_server, db, held=True)
+    err = interrupted(process)  # sent before the interpreter has run a line of ours
+    assert f"reactgraph resume t --db {db}" in err and "The run is saved" in err
+    resumed(openai_server, db)
+
+
+def test_a_ctrl_c_while_ask_starts_waits_for_the_thread_to_be_recorded(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    db = tmp_path / "runs.sqlite"
+    process = ask(openai_server, db)
+    until(db.exists, process)  # the database is being made: the thread is not recorded yet
+    assert "reactgraph resume t" in interrupted(process)
+    resumed(openai_server, db)
+
+
+@pytest.mark.parametrize("at", [1, 3])
+def test_a_ctrl_c_during_a_model_call(
+    openai_server: FakeOpenAIServer, tmp_path: Path, at: int
+) -> None:
+    gate = Gate(seed_responder, at)
+    openai_server.responder = gate
+    db = tmp_path / "runs.sqlite"
+    process = ask(openai_server, db)
+    until(lambda: gate.seen >= at, process)
+    assert "reactgraph resume t" in interrupted(process)
+    gate.release()
+    resumed(openai_server, db)
+
+
+@pytest.mark.parametrize("stored", [1, 4])
+def test_a_ctrl_c_between_steps(
+    openai_server: FakeOpenAIServer, tmp_path: Path, stored: int
+) -> None:
+    openai_server.responder = seed_responder
+    db = tmp_path / "runs.sqlite"
+    process = ask(openai_server, db)
+    until(lambda: checkpoints(db) >= stored, process)
+    assert "reactgraph resume t" in interrupted(process)
+    resumed(openai_server, db)
+
+
+def test_a_ctrl_c_during_a_tool_call(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    pytest.importorskip("langchain_mcp_adapters")
+    from tests.mcp_servers import stdio
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def responder(body: dict[str, Any]) -> str:
+        if any(str(m["content"]).startswith("Observation:") for m in body["messages"]):
+            return "Final Answer: 48"
+        return f"Thought: wait.\nAction: hold[{marks}]"
+
+    openai_server.responder = responder
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"local": stdio()}}))
+    db = tmp_path / "runs.sqlite"
+    process = start(
+        "ask", "How many years?", "--mcp", str(servers), "--tool-timeout", "600",
+        "--base-url", openai_server.url, "--db", str(db), "--thread", "t",
+    )  # fmt: skip
+    until((marks / "entered").exists, process)
+    assert "reactgraph resume t" in interrupted(process)
+    (marks / "release").touch()  # the call runs again on resume (at least once), and returns
+    resumed(openai_server, db)
+
+
+def test_a_ctrl_c_during_resume(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    gate = Gate(seed_responder, 2)
+    openai_server.responder = gate
+    db = tmp_path / "runs.sqlite"
+    first = ask(openai_server, db)
+    until(lambda: gate.seen >= 2, first)
+    interrupted(first)
+    again = start("resume", "t", "--db", str(db), "--base-url", openai_server.url)
+    until(lambda: gate.seen >= 3, again)  # the resumed run's own model call
+    assert f"reactgraph resume t --db {db}" in interrupted(again)
+    gate.release()
+    resumed(openai_server, db)
+
+
+def results(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("command", ["batch", "eval"])
+def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
+    openai_server: FakeOpenAIServer, tmp_path: Path, workers: int, command: str
+) -> None:
+    gate = Gate(seed_responder, 6)  # a run or so has finished, others are mid-call
+    openai_server.responder = gate
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        "".join(json.dumps({"question": f"q{i}", "id": i, "answer": "48"}) + "\n" for i in range(4))
+    )
+    out = tmp_path / "out"
+    if command == "batch":
+        args = ["batch", str(questions), "--out", str(out), "--db", str(tmp_path / "r.sqlite")]
+        lines = out
+    else:
+        args = ["eval", str(questions), "--out", str(out), "--variants", "transcript"]
+        lines = out / "results.jsonl"
+    args += ["--base-url", openai_server.url, "--workers", str(workers), "--concurrency", "2"]
+    process = start(*args, group=True)
+    until(lambda: gate.seen >= 6, process)
+    err = interrupted(process, group=True)  # a terminal's Ctrl-C reaches the workers too
+    assert "run the same command again" in err
+    kept = len(results(lines))
+    assert kept < 4
+    gate.release()
+    again = cli(*args)
+    assert again.returncode == 0, (again.stderr, results(lines))
+    assert "Traceback" not in again.stderr
+    ids = sorted(str(line["id"]) for line in results(lines))
+    assert ids == ["0", "1", "2", "3"]  # each question once: none lost, none run twice
+
+
+@pytest.mark.parametrize("command", ["batch", "eval"])
+def test_a_one_worker_run_ends_with_nothing_on_stderr(
+    openai_server: FakeOpenAIServer, tmp_path: Path, command: str
+) -> None:
+    openai_server.responder = seed_responder
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "q", "answer": "48"}) + "\n")
+    for i in range(3):  # it came every time, or nearly: three runs make a miss unlikely
+        if command == "batch":
+            args = ["batch", str(questions), "--out", str(tmp_path / f"o{i}.jsonl")]
+        else:
+            args = ["eval", str(questions), "--out", str(tmp_path / f"e{i}"), "--variants", "notes"]
+        run = cli(*args, "--db", str(tmp_path / f"r{i}.sqlite"), "--base-url", openai_server.url)
+        assert run.returncode == 0, run.stderr
+        assert run.stderr == "", run.stderr
