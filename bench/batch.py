@@ -32,6 +32,24 @@ def write_corpus(folder: Path) -> None:
         (folder / f"page-{page}.md").write_text(f"# Page {page}\n\n" + "\n\n".join(paragraphs))
 
 
+def run_watched(
+    command: list[str], env: dict[str, str] | None = None
+) -> tuple[int, bytes, float, dict[int, int]]:
+    """Run ``command`` to its end: its exit code, stderr, wall seconds and each process's peak
+    RSS (the command and all it started)."""
+    peaks: dict[int, int] = {}
+    done = threading.Event()
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    watcher = threading.Thread(target=peak_rss, args=(process.pid, peaks, done))
+    watcher.start()
+    _, errors = process.communicate()
+    wall = time.perf_counter() - started
+    done.set()
+    watcher.join()
+    return process.returncode, errors, wall, peaks
+
+
 def peak_rss(root: int, peaks: dict[int, int], done: threading.Event) -> None:
     """Polls the high-water RSS (VmHWM) of ``root`` and its descendants until ``done``."""
     while not done.wait(0.25):
@@ -70,17 +88,8 @@ def run_batch(folder: Path, url: str) -> dict[str, float]:
         "--workers", str(WORKERS), "--max-turns", str(TURNS), "--base-url", url,
         "--corpus", str(folder / "corpus"), "--timeout", "120",
     ]  # fmt: skip
-    peaks: dict[int, int] = {}
-    done = threading.Event()
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    watcher = threading.Thread(target=peak_rss, args=(process.pid, peaks, done))
-    watcher.start()
-    _, errors = process.communicate()
-    wall = time.perf_counter() - started
-    done.set()
-    watcher.join()
-    assert process.returncode == 0, errors.decode()[-2000:]
+    code, errors, wall, peaks = run_watched(command)
+    assert code == 0, errors.decode()[-2000:]
     results = [json.loads(line) for line in out.read_text().splitlines()]
     answered = sum(r["status"] == "answered" for r in results)
     turns = sum(r["turns"] for r in results)

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from batch import peak_rss
+from batch import run_watched
 from common import local_server, mb
 
 QUESTIONS = int(os.environ.get("BENCH_ENGINE_QUESTIONS", "200"))
@@ -65,21 +63,10 @@ def _run(folder: Path, url: str, engine: str, questions: int) -> dict[str, float
         "--db", str(folder / f"{name}.sqlite"), "--engine", engine, "--workers", str(WORKERS),
         "--concurrency", str(CONCURRENCY), "--base-url", url, "--timeout", "120",
     ]  # fmt: skip
-    peaks: dict[int, int] = {}
-    done = threading.Event()
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ray_env(folder)
-    )
-    watcher = threading.Thread(target=peak_rss, args=(process.pid, peaks, done))
-    watcher.start()
-    _, errors = process.communicate()
-    wall = time.perf_counter() - started
-    done.set()
-    watcher.join()
+    code, errors, wall, peaks = run_watched(command, ray_env(folder))
     if b"cannot start a local Ray" in errors:
         raise StartFailed(errors.decode().strip())
-    assert process.returncode == 0, errors.decode()[-2000:]
+    assert code == 0, errors.decode()[-2000:]
     return {"wall": wall, "rss": sum(peaks.values()), "processes": len(peaks)}
 
 
