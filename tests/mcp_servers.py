@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
 
 SERVER = Path(__file__).resolve()
-NAMES = {"shout", "add", "slow", "fail", "pid", "die"}
+NAMES = {"shout", "add", "slow", "hold", "fail", "pid", "die"}
 ADD_SCHEMA = {
     "properties": {
         "a": {"title": "A", "type": "integer"},

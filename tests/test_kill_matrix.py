@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from reactgraph.app.cli import main
+from reactgraph.storage.database import new_record, open_db
 from tests.test_persistence import postgres_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,3 +197,20 @@ def test_a_kill_after_any_stored_write_resumes_to_the_same_end(
         thread, text, key = line.split()
         keys.setdefault((thread, text), set()).add(key)
     assert all(len(seen) == 1 for seen in keys.values()), keys
+
+
+def test_a_run_killed_before_its_first_checkpoint_is_interrupted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LangGraph saves the first checkpoint in the background while the first step runs, so a
+    kill right after the first ``put_writes`` can leave the run's record and no checkpoint (the
+    matrix's K=1 meets it now and then). ``threads`` and ``show`` call that interrupted."""
+    db = str(tmp_path / "runs.sqlite")
+    with open_db(db) as (_, store):
+        new_record("early", "q", "transcript", "m", None, None, {}).save(store)
+    capsys.readouterr()
+    assert main(["threads", "--db", db]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if "early" in line]
+    assert row and row[0].split()[2] == "interrupted", row
+    assert main(["show", "early", "--db", db]) == 0
+    assert "interrupted" in capsys.readouterr().out

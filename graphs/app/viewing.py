@@ -41,7 +41,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         record = load_record(store, args.thread, args.db)
         graph = reader(record.variant, saver)
         status, values = read_thread(graph, record.thread_id)
-        out.print_run(record, status, values)
+        out.print_run(record, _started(status), values)
     return 0
 
 
@@ -76,8 +76,16 @@ def _row(graph: Any, record: RunRecord) -> tuple[RunRecord, str, int | None]:
         status, values = read_thread(graph, record.thread_id)
     except ThreadDamaged:
         return record, "damaged", None
-    shown = values.get("status") if status == "finished" else status
+    shown = values.get("status") if status == "finished" else _started(status)
     return record, shown or status, len(values.get("turns") or [])
+
+
+def _started(status: str) -> str:
+    """Where a recorded run stands. Its record is written before its first checkpoint, and
+    LangGraph saves that checkpoint in the background while the first step runs, so a run
+    killed early has a record and no checkpoint: it is interrupted (``resume`` starts it
+    again), never unknown."""
+    return "interrupted" if status == "unknown" else status
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
