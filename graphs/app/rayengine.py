@@ -6,11 +6,15 @@ the driver, takes the jobs one by one from an iterable (a file of a million ques
 all in memory, nor in Ray's object store), keeps at most ``concurrency`` in flight, and yields
 each result as it comes: the caller stays the one reader, and the one writer of any results.
 
-Faults: a node that dies takes its actors with it. Ray restarts them (``max_restarts=-1``),
-on a node that lives, and the driver sends each job they held again, to an actor that answers
-(the same one once restarted, or another). The job's runner resumes the thread from its last
-checkpoint; its thread lock keeps a job from ever running twice at once, so a job sent again
-while the dead process's lock lingers waits for it. Each job gives exactly one result.
+The actors are spread over the nodes by a placement group (``_spawn``), so a cluster of two
+nodes runs on both, whatever each node has heard of the other yet.
+
+Faults: a node that dies takes its actors with it. Ray places their bundles again on the nodes
+that live and restarts them there (``max_restarts=-1``), and the driver sends each job they
+held again, to an actor that answers (the same one once restarted, or another). The job's
+runner resumes the thread from its last checkpoint; its thread lock keeps a job from ever
+running twice at once, so a job sent again while the dead process's lock lingers waits for it.
+Each job gives exactly one result.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ ATTEMPTS = 5
 LOCK_WAIT_S = 120.0
 """How long a job sent again waits for the lock its dead holder's session still has."""
 _PING_AGAIN_S = 1.0
+SHARE = 0.001
+"""The CPU each actor reserves (a bundle of the placement group must ask for something)."""
+PLACE_WAIT_S = 120.0
+"""How long the actors' placement group may take to be placed."""
 
 
 class Slot:
@@ -187,31 +195,45 @@ def run_ray(
         if hasattr(jobs, "__len__"):
             count = min(count, len(jobs))  # type: ignore[arg-type]
         slots = max(1, math.ceil(concurrency / count))
-        state = _State([_Actor(a) for a in _spawn(ray, open_runner, count, slots)], slots)
+        group, actors = _spawn(ray, open_runner, count, slots)
+        state = _State([_Actor(a) for a in actors], slots)
         try:
             yield from _drive(ray, state, _chain(first, source), flight)
         finally:
-            _stop(ray, state.actors)
+            _stop(ray, state.actors, group)
 
 
-def _spawn(ray: Any, open_runner: OpenRunner, count: int, slots: int) -> list[Any]:
-    """``count`` actors dealt round the live nodes. Each asks for no CPU (its runs wait on the
-    model; ``count`` is what matches the cores), and a node is where it starts, not where it
-    must stay: restarted after its node died, it goes to one that lives."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+def _spawn(ray: Any, open_runner: OpenRunner, count: int, slots: int) -> tuple[Any, list[Any]]:
+    """A placement group of ``count`` bundles spread over the nodes (Ray's SPREAD: one per node
+    before any node gets a second), and an actor in each. A bundle is ``SHARE`` of a CPU: its
+    runs wait on the model, and ``count`` is what matches the cores. The group is placed by
+    Ray's control store, which knows every node that has joined, so the spread does not hang on
+    what any one node has heard yet. A node that dies loses its bundles: Ray places them again
+    on the nodes that live, and restarts their actors there."""
+    from ray.util import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    nodes = sorted(node["NodeID"] for node in ray.nodes() if node.get("Alive"))
+    group = placement_group([{"CPU": SHARE}] * count, strategy="SPREAD")
+    if not group.wait(PLACE_WAIT_S):
+        remove_placement_group(group)
+        raise EngineError(
+            f"the Ray cluster found no room for {count} actors of {SHARE} CPU each in "
+            f"{PLACE_WAIT_S:.0f} s; pass fewer --workers, or free some CPU"
+        )
     slot = ray.remote(Slot)
-    return [
+    actors = [
         slot.options(
             max_restarts=-1,
             max_task_retries=0,
             max_concurrency=slots + 2,
-            num_cpus=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True),
+            num_cpus=SHARE,
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                group, placement_group_bundle_index=i
+            ),
         ).remote(open_runner)
         for i in range(count)
     ]
+    return group, actors
 
 
 def _chain(first: Job, rest: Iterator[Job]) -> Iterator[Job]:
@@ -305,11 +327,16 @@ def _pinged(ray: Any, actors: list[_Actor], ref: Any) -> None:
     actor.up = True
 
 
-def _stop(ray: Any, actors: list[_Actor]) -> None:
-    """Close each actor's runner (its database connections), then end the actors."""
+def _stop(ray: Any, actors: list[_Actor], group: Any) -> None:
+    """Close each actor's runner (its database connections), then end the actors and free
+    their placement group."""
+    from ray.util import remove_placement_group
+
     closing = [a.handle.close.remote() for a in actors if a.up]
     with contextlib.suppress(Exception):
         ray.wait(closing, num_returns=len(closing), timeout=30)
     for actor in actors:
         with contextlib.suppress(Exception):
             ray.kill(actor.handle, no_restart=True)
+    with contextlib.suppress(Exception):
+        remove_placement_group(group)
