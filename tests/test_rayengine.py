@@ -25,10 +25,13 @@ pytest.importorskip("ray")
 from reactgraph.app.batchfile import run_file
 from reactgraph.app.cli import main
 from reactgraph.app.engines import Flight, run_jobs
+from reactgraph.app.eval import run as eval_run
 from reactgraph.app.pool import Job
 from reactgraph.app.runner import Recipe
 from tests.fakes import FakeOpenAIServer, Gate, echo_runner, seed_responder
 from tests.test_cli import environment
+from tests.test_eval_stream import Made, eval_items
+from tests.test_eval_stream import recipe as eval_recipe
 from tests.test_persistence import postgres_url
 
 pytestmark = pytest.mark.slow
@@ -173,6 +176,28 @@ def test_the_driver_hands_out_jobs_as_slots_free_up_never_all_at_once(cluster: A
     assert sorted(seen) == list(range(300))  # each once
     # At most the six in flight and the one waiting for a slot were ever taken from the source.
     assert most <= 7, most
+
+
+def test_an_eval_through_ray_makes_each_job_only_when_a_slot_is_free(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    count = Made(monkeypatch)
+    folder = tmp_path / "out"
+    lines = []
+    for line in eval_run.run_eval(
+        eval_recipe(postgres_url()),
+        eval_items(100),
+        ["transcript", "notes"],
+        folder,
+        concurrency=6,
+        engine="ray",
+    ):
+        count.read += 1
+        lines.append(line)
+    assert count.made == len(lines) == 200
+    assert all(line["em"] == 1.0 and line["error"] is None for line in lines)
+    # The six in flight and the one waiting for a slot, never more, made ahead of results.
+    assert count.most <= 7, count.most
 
 
 def steps(request: dict[str, Any]) -> tuple[str, int]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactgraph.app.engines import EngineError
-from reactgraph.app.pool import Job, OpenRunner, failed
+from reactgraph.app.pool import Job, OpenRunner, failed, job_count
 from reactgraph.storage.locks import is_postgres
 
 logger = logging.getLogger(__name__)
@@ -176,12 +176,12 @@ def run_ray(
     address: str | None = None,
     db: str | None = None,
     flight: Any = None,
+    total: int | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run ``jobs`` on ``workers`` actors (default: the cluster's CPUs; capped by the jobs when
-    they are a sequence),
-    ``concurrency`` in flight in all; yield each result as its run ends. ``db`` is where the
-    runner keeps its runs, checked against the cluster; ``flight.running`` is kept at the number
-    of jobs in flight, for a progress bar."""
+    """Run ``jobs`` on ``workers`` actors (default: the cluster's CPUs; capped by the number of
+    jobs when known: their length, or ``total``), ``concurrency`` in flight in all; yield each
+    result as its run ends. ``db`` is where the runner keeps its runs, checked against the
+    cluster; ``flight.running`` is kept at the number of jobs in flight, for a progress bar."""
     for name, value in (("workers", workers or 1), ("concurrency", concurrency)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
@@ -192,8 +192,9 @@ def run_ray(
     with connected(address) as ray:
         check_shared(ray, db)
         count = workers or cluster_workers(ray)
-        if hasattr(jobs, "__len__"):
-            count = min(count, len(jobs))  # type: ignore[arg-type]
+        total = job_count(jobs, total)
+        if total is not None:
+            count = min(count, max(1, total))
         slots = max(1, math.ceil(concurrency / count))
         group, actors = _spawn(ray, open_runner, count, slots)
         state = _State([_Actor(a) for a in actors], slots)
