@@ -12,8 +12,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from reactgraph.nodes import reducers
 from reactgraph.nodes.reducers import added_messages
+from tests.fakes import count_index_builds
 
 
 def _writes(seed: int, count: int = 300) -> list[Any]:
@@ -86,15 +86,7 @@ def test_a_list_changed_in_place_is_indexed_again() -> None:
 
 
 def test_a_replay_builds_the_id_index_once_not_once_a_step(monkeypatch: Any) -> None:
-    built = 0
-    positions = reducers._positions
-
-    def counted(out: Any) -> Any:
-        nonlocal built
-        built += 1
-        return positions(out)
-
-    monkeypatch.setattr(reducers, "_positions", counted)
+    built = count_index_builds(monkeypatch)
     held: list[Any] = []
     for i in range(200):  # a run's new messages, as stored writes hand them back: lists
         held = added_messages(
@@ -102,4 +94,4 @@ def test_a_replay_builds_the_id_index_once_not_once_a_step(monkeypatch: Any) -> 
         )
         held = added_messages(held, [[AIMessage(f"a{i}, parsed", id=f"o{i}")]])
     assert len(held) == 400 and held[-1].content == "a199, parsed"
-    assert built == 1
+    assert built == [1]
