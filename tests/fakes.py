@@ -184,6 +184,22 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+def count_index_builds(monkeypatch: Any) -> list[int]:
+    """How many times the ``messages`` reducer builds its id index from here on: a one-item
+    list, counted up (the patch is undone with ``monkeypatch``)."""
+    from reactgraph.nodes import reducers
+
+    built = [0]
+    positions = reducers._positions
+
+    def counted(out: Any) -> Any:
+        built[0] += 1
+        return positions(out)
+
+    monkeypatch.setattr(reducers, "_positions", counted)
+    return built
+
+
 # --- A local OpenAI-compatible chat-completions server --------------------------------------
 
 
