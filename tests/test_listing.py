@@ -191,6 +191,16 @@ def test_the_async_opener_creates_the_index_too(db: str) -> None:
             assert listing._has_index(connection)
 
 
+def test_a_record_without_a_start_time_ends_no_listing(db: str) -> None:
+    with open_db(db) as (_, store):
+        made = records(store, 6)
+        store.put(RUNS, "no-start", {"thread_id": "no-start"})
+        store.put(RUNS, "null-start", {"thread_id": "null-start", "created": None})
+        listed = [value["thread_id"] for page in listing.record_pages(store, 1) for value in page]
+    assert listed[:6] == [r.thread_id for r in made]
+    assert sorted(listed[6:]) == ["no-start", "null-start"]
+
+
 @pytest.mark.parametrize("page", [1, 7, 500])
 def test_another_store_is_paged_with_search(page: int) -> None:
     store = InMemoryStore()

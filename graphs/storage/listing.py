@@ -35,10 +35,11 @@ PREFIX = ".".join(RUNS)  # how LangGraph's SQL stores spell a namespace (``_name
 INDEX = "reactgraph_runs_by_start"
 # A record's start time, as each database reads it from the stored JSON. SQLite's store keeps
 # orjson's bytes, a BLOB, which SQLite 3.45+ would read as its binary JSONB: cast to text first.
-# PostgreSQL keeps jsonb, whose numbers compare as numbers.
+# PostgreSQL keeps jsonb, whose numbers compare as numbers. A record without one counts as
+# started at 0 (a NULL would end the paging there: nothing compares with it).
 _START = {
-    "sqlite": "json_extract(CAST(value AS TEXT), '$.created')",
-    "postgres": "(value -> 'created')",
+    "sqlite": "IFNULL(json_extract(CAST(value AS TEXT), '$.created'), 0)",
+    "postgres": "COALESCE(value -> 'created', '0'::jsonb)",
 }
 _MARK = {"sqlite": "?", "postgres": "%s::jsonb"}  # a start time given back as a parameter
 # PostgreSQL, before its statistics count the records (right after many were written), may
