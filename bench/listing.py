@@ -20,11 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from common import mb, table
 
@@ -79,16 +77,11 @@ def sqlite_db() -> Iterator[str]:
 @contextlib.contextmanager
 def postgres_db() -> Iterator[str]:
     """A database of its own on the server, so the listing reads these records only."""
-    import psycopg
+    sys.path.insert(0, str(ROOT))
+    from tests.fakes import scratch_database
 
-    name = f"rg_bench_listing_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(POSTGRES)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(POSTGRES, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database(POSTGRES, "rg_bench_listing") as db:
+        yield db
 
 
 def measure(database: Any, count: int) -> tuple[str, ...]:
