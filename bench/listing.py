@@ -1,7 +1,10 @@
 """What ``reactgraph threads`` and ``prune --finished`` read: every run record, 500 at a time.
 Each size runs in a process of its own, which pages through all the records and reports how
 many it saw and its peak RSS: the same whether there are ten thousand or more than a hundred
-thousand (before, the listing stopped silently at 100,000, having read them all at once).
+thousand (before, the listing stopped silently at 100,000, having read them all at once). The
+time should grow as the records do (it was quadratic with the store's LIMIT/OFFSET ``search``).
+SQLite, then PostgreSQL (``REACTGRAPH_BENCH_PG``'s server, in a database made for the run and
+dropped after it) when one answers.
 
 ``python bench/listing.py [N ...]`` (or the ``listing`` section of ``bench.py``). Only the
 paging is timed: the commands then read each thread's status (constant memory per thread) and
@@ -10,17 +13,22 @@ paging is timed: the commands then read each thread's status (constant memory pe
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from common import mb, table
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (10_000, 110_000)
+POSTGRES = os.environ.get("REACTGRAPH_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 WRITE = """
 import sys
@@ -60,29 +68,51 @@ def python(script: str, *args: str) -> str:
     return done.stdout
 
 
+@contextlib.contextmanager
+def sqlite_db() -> Iterator[str]:
+    with tempfile.TemporaryDirectory() as folder:
+        yield str(Path(folder) / "runs.sqlite")
+
+
+@contextlib.contextmanager
+def postgres_db() -> Iterator[str]:
+    """A database of its own on the server, so the listing reads these records only."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fakes import scratch_database
+
+    with scratch_database(POSTGRES, "rg_bench_listing") as db:
+        yield db
+
+
+def measure(database: Any, count: int) -> tuple[str, ...]:
+    with database() as db:
+        started = time.perf_counter()
+        python(WRITE, db, str(count))
+        written = time.perf_counter() - started
+        # Distinct ids (a set, so that one costs memory) to check none is missed or repeated.
+        unique = json.loads(python(READ, db, "ids"))
+        paged = json.loads(python(READ, db, "count"))
+    assert unique["count"] == paged["count"] == count, (unique, paged, count)
+    return (
+        f"{count:,}",
+        f"{unique['count']:,}",
+        f"{written:.0f}",
+        f"{paged['wall']:.2f}",
+        mb(paged["peak"]),
+    )
+
+
 def bench_listing(repeats: int, sizes: tuple[int, ...] = SIZES) -> None:
-    rows = []
-    for count in sizes:
-        with tempfile.TemporaryDirectory() as folder:
-            db = str(Path(folder) / "runs.sqlite")
-            started = time.perf_counter()
-            python(WRITE, db, str(count))
-            written = time.perf_counter() - started
-            # Distinct ids (a set, so that one costs memory) to check none is missed or repeated.
-            unique = json.loads(python(READ, db, "ids"))
-            paged = json.loads(python(READ, db, "count"))
-        assert unique["count"] == paged["count"] == count, (unique, paged, count)
-        rows.append(
-            (
-                f"{count:,}",
-                f"{unique['count']:,}",
-                f"{written:.0f}",
-                f"{paged['wall']:.1f}",
-                mb(paged["peak"]),
-            )
-        )
-    print("## Paging through the run records (SQLite)\n")
-    table(("records", "distinct seen", "written (s)", "paged (s)", "peak RSS paging"), rows)
+    load = os.getloadavg()[0]
+    rows = [("SQLite", *measure(sqlite_db, count)) for count in sizes]
+    try:
+        rows += [("PostgreSQL", *measure(postgres_db, count)) for count in sizes]
+    except Exception as error:  # no server here: say so, keep the SQLite figures
+        print(f"- PostgreSQL not measured: {type(error).__name__}: {error}")
+    loads = f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+    print(f"## Paging through the run records ({loads})\n")
+    header = ("database", "records", "distinct seen", "written (s)", "paged (s)", "peak RSS")
+    table(header, rows)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,11 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
@@ -569,3 +570,21 @@ async def echo_runner() -> Any:
 def echo_for(recipe: Any) -> Any:
     """``echo_runner`` in place of ``open_runner(recipe)`` (an eval's runs without a graph)."""
     return echo_runner()
+
+
+@contextlib.contextmanager
+def scratch_database(server: str, prefix: str) -> Iterator[str]:
+    """The URL of a PostgreSQL database made on ``server`` (any database's URL there) under a
+    unique name starting with ``prefix``, dropped afterwards: what is in it is the caller's."""
+    import uuid
+
+    import psycopg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True, connect_timeout=3) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

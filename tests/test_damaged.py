@@ -83,6 +83,7 @@ def test_listings_read_every_record_a_page_at_a_time(
 ) -> None:
     import reactgraph.app.viewing
     import reactgraph.storage.database
+    from reactgraph.storage import listing
     from reactgraph.storage.database import RunRecord
 
     db = str(tmp_path / "runs.sqlite")
@@ -90,17 +91,17 @@ def test_listings_read_every_record_a_page_at_a_time(
     with open_db(db) as (_, store):
         for n in range(11):
             new_record(f"t{n:02}", "q", "transcript", "m", None, None, {}).save(store)
-        real_search = type(store).search
+        read_page = listing.read_page
 
-        def search(self, *args, **kwargs):
-            limits.append(kwargs.get("limit", 10))
-            return real_search(self, *args, **kwargs)
+        def page(store, dialect, by_start, size, after):
+            limits.append(size)
+            return read_page(store, dialect, by_start, size, after)
 
-        monkeypatch.setattr(type(store), "search", search)
+        monkeypatch.setattr(listing, "read_page", page)
         seen = []
         for record in RunRecord.each(store, page=4):
             seen.append(record.thread_id)
-            if record.thread_id == "t06":  # one recorded mid-listing pushes the rest back
+            if record.thread_id == "t06":  # one recorded mid-listing: none is lost or repeated
                 new_record("late", "q", "transcript", "m", None, None, {}).save(store)
         old = [t for t in seen if t != "late"]
         assert sorted(old) == [f"t{n:02}" for n in range(11)], seen  # each once, none lost

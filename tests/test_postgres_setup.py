@@ -15,6 +15,7 @@ import pytest
 
 from reactgraph.storage.database import DatabaseError, aopen_db, open_db
 from reactgraph.storage.faults import explain
+from tests.fakes import scratch_database
 from tests.test_cli import popen
 from tests.test_persistence import postgres_url
 
@@ -25,15 +26,8 @@ pytestmark = pytest.mark.slow
 @contextlib.contextmanager
 def fresh_database() -> Iterator[str]:
     """The URL of a database created for this test (a unique name), dropped afterwards."""
-    base = postgres_url()
-    name = f"rg_setup_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(base, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database(postgres_url(), "rg_setup") as db:
+        yield db
 
 
 def test_many_openers_of_a_fresh_database_all_succeed() -> None:

@@ -20,13 +20,14 @@ from langgraph.store.base import BaseStore
 from reactgraph.storage.address import DEFAULT_DB, is_postgres
 from reactgraph.storage.compression import serializer
 from reactgraph.storage.faults import explain
+from reactgraph.storage.listing import RUNS as RUNS
+from reactgraph.storage.listing import aensure_index, ensure_index, record_pages
 
 # The thread lock's old home: these names stay importable from here.
 from reactgraph.storage.locks import ThreadBusy as ThreadBusy
 from reactgraph.storage.locks import thread_lock as thread_lock
 from reactgraph.storage.setuplock import asetup_lock, setup_lock
 
-RUNS = ("reactgraph", "runs")
 ThreadStatus = Literal["unknown", "interrupted", "finished"]
 RECORDS_PAGE = 500  # run records read at once by the listings (``threads``, ``prune --finished``)
 
@@ -83,9 +84,10 @@ def open_db(
                 PostgresSaver.from_conn_string(db) as saver,
                 PostgresStore.from_conn_string(db) as store,
             ):
-                with setup_lock(db):  # two commands on a fresh database would race
+                with setup_lock(db) as connection:  # two commands on a fresh database race
                     saver.setup()
                     store.setup()
+                    ensure_index(connection)
                 yield saver, store
         except Exception as error:
             if type(error).__module__.startswith("psycopg"):
@@ -118,6 +120,8 @@ def open_db(
                 # Setting up would create the tables: the file holds no runs (yet).
                 raise NoDatabase(f"no reactgraph runs in {db} (it has no tables yet)") from None
             raise
+        if not read_only:
+            ensure_index(rows)
         yield saver, store
     except sqlite3.Error as error:
         raise DatabaseError(explain(db, error)) from error
@@ -137,9 +141,10 @@ async def aopen_db(db: str = DEFAULT_DB) -> AsyncIterator[tuple[BaseCheckpointSa
             AsyncPostgresSaver.from_conn_string(db) as saver,
             AsyncPostgresStore.from_conn_string(db) as store,
         ):
-            async with asetup_lock(db):
+            async with asetup_lock(db) as connection:
                 await saver.setup()
                 await store.setup()
+                await aensure_index(connection)
             yield saver, store
         return
     from langgraph.store.sqlite.aio import AsyncSqliteStore
@@ -154,6 +159,8 @@ async def aopen_db(db: str = DEFAULT_DB) -> AsyncIterator[tuple[BaseCheckpointSa
         saver.serde = serializer()  # from_conn_string takes no serializer
         await saver.setup()
         await store.setup()
+        with contextlib.closing(_sqlite(db, autocommit=True)) as connection:
+            ensure_index(connection)  # once per file: a lookup in its schema after that
         yield saver, store
 
 
@@ -196,19 +203,12 @@ class RunRecord:
 
     @staticmethod
     def each(store: BaseStore, page: int | None = None) -> Iterator[RunRecord]:
-        """Every recorded run, about newest first (the store orders by its update time, to the
-        second), read ``page`` records at a time: memory stays bounded however many there are.
-        A run recorded while this reads can push the rest back by one; a record that then
-        reappears at the top of the next page is not given twice."""
-        size = page or RECORDS_PAGE
-        offset, previous = 0, set[str]()
-        while True:
-            items = store.search(RUNS, limit=size, offset=offset)
-            fresh = [RunRecord.from_value(i.value) for i in items if i.key not in previous]
-            yield from sorted(fresh, key=lambda r: -r.created)
-            if len(items) < size:
-                return
-            offset, previous = offset + len(items), {item.key for item in items}
+        """Every recorded run, newest first (by when it started), read ``page`` records at a
+        time, in time linear in their number: memory stays bounded however many there are. A
+        record saved while this reads is never given twice and never makes another missed
+        (``reactgraph.storage.listing``)."""
+        for values in record_pages(store, page or RECORDS_PAGE):
+            yield from (RunRecord.from_value(value) for value in values)
 
     @staticmethod
     def all(store: BaseStore) -> list[RunRecord]:

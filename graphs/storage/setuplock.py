@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 # The setup lock's key: the two-int form, a key space apart from the threads' one-bigint keys.
 _SETUP_KEY = (0x72677270, 1)  # "rgrp", 1
@@ -25,9 +26,10 @@ _SETUP_WAIT_S = 120.0  # then set up anyway: a fault is reported as the database
 
 
 @contextlib.contextmanager
-def setup_lock(db: str) -> Iterator[None]:
+def setup_lock(db: str) -> Iterator[Any]:
     """Hold the database's setup lock (waiting for another process's setup to end): LangGraph's
-    ``setup()`` may then create the tables and run migrations without racing another."""
+    ``setup()`` may then create the tables and run migrations without racing another. Gives the
+    lock's connection (autocommit), for setting up more under the lock."""
     import psycopg
 
     with psycopg.connect(db, autocommit=True, application_name="reactgraph-setup") as connection:
@@ -36,11 +38,11 @@ def setup_lock(db: str) -> Iterator[None]:
             if time.monotonic() > deadline:
                 break
             time.sleep(_SETUP_POLL_S)
-        yield  # closing the connection ends its session, and the lock with it
+        yield connection  # closing the connection ends its session, and the lock with it
 
 
 @contextlib.asynccontextmanager
-async def asetup_lock(db: str) -> AsyncIterator[None]:
+async def asetup_lock(db: str) -> AsyncIterator[Any]:
     """``setup_lock`` for async code."""
     import psycopg
 
@@ -52,4 +54,4 @@ async def asetup_lock(db: str) -> AsyncIterator[None]:
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(_SETUP_POLL_S)
-        yield
+        yield connection
