@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import multiprocessing
 import os
 import queue
-import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import connection
 from typing import Any
 
 from reactgraph.app import interrupts
+from reactgraph.tools.loopthread import LoopThread
 
 _POLL_S = 0.2
 
@@ -164,32 +165,16 @@ def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Ite
     come. Leaving early (Ctrl-C, or the caller stops reading) cancels the runs in flight."""
     results: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
     waiting = collections.deque(jobs)
-    loop = asyncio.new_event_loop()
-    closing = False  # read and written on the loop's thread only
 
     async def take() -> Job | None:
         return waiting.popleft() if waiting else None
 
-    def cancel_runs() -> None:
-        # Only the runs: once the loop is closing, its own clean-up (the model client's pool
-        # closed by its async generator) must not be cancelled, or it ends in a traceback.
-        if not closing:
-            for task in asyncio.all_tasks(loop):
-                task.cancel()
+    def ended(serving: concurrent.futures.Future[None]) -> None:
+        error = None if serving.cancelled() else serving.exception()
+        results.put(("end", None) if error is None else ("error", error))  # the reader raises it
 
-    def serve() -> None:
-        nonlocal closing
-        try:
-            loop.run_until_complete(_serve(open_runner, take, results.put, slots))
-            results.put(("end", None))
-        except BaseException as error:  # handed to the reader, who raises it
-            results.put(("error", error))
-        finally:
-            closing = True
-            _close(loop)
-
-    thread = threading.Thread(target=serve, name="reactgraph-runs", daemon=True)
-    thread.start()
+    loop = LoopThread("reactgraph-runs")
+    loop.submit(_serve(open_runner, take, results.put, slots)).add_done_callback(ended)
     try:
         while True:
             kind, item = results.get()
@@ -200,25 +185,9 @@ def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Ite
             elif kind == "end":
                 return
     finally:
-        # The loop may close between these two lines (the runs ended): nothing is left to cancel.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(cancel_runs)
-        thread.join(30)
-
-
-def _close(loop: asyncio.AbstractEventLoop) -> None:
-    """What ``asyncio.run`` does after its coroutine: cancel what is left and wait for it,
-    close the async generators, then the loop."""
-    try:
-        left = asyncio.all_tasks(loop)
-        for task in left:
-            task.cancel()
-        if left:
-            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.run_until_complete(loop.shutdown_default_executor())
-    finally:
-        loop.close()
+        # The runs still in flight are cancelled; the loop's own clean-up (the model client's
+        # pool closed by its async generator) runs after, never cancelled.
+        loop.stop(30)
 
 
 def _collect(channels: dict[Any, _Channel], jobs: Sequence[Job]) -> Iterator[dict]:
