@@ -39,7 +39,7 @@ test: $(STAMP)
 test-browser: $(STAMP)
 	$(PYTHON) -m pytest -m browser
 
-# The two-node Ray cluster losing a node mid-batch (not yet dependable on a loaded machine).
+# The two-node Ray cluster losing a node mid-batch (a few minutes on a loaded machine; CI runs it).
 test-cluster: $(STAMP)
 	$(PYTHON) -m pytest -m cluster
 

@@ -2,9 +2,11 @@
 (``--engine local``) and Ray on one node (``--engine ray``, a local Ray started for the run).
 
 The same command, questions and server through both: questions per second with an instant
-server, start-up seconds (a batch of one question), the peak memory of every process of the
+server (and the same net of start-up: the batch's wall less a one-question batch's), start-up
+seconds (a batch of one question), the peak memory of every process of the
 command (Ray's own daemons and actors included), and, with the server's latency, the wall time
-of 1,000 questions."""
+of 1,000 questions. The machine's load average is printed with each row: on a machine shared
+with other work, it says what the figures were taken under."""
 
 from __future__ import annotations
 
@@ -77,8 +79,10 @@ def bench_engines(repeats: int) -> None:
     )
     header = (
         "engine", "start-up (s, 1 question)", f"questions/s ({QUESTIONS}, no latency)",
+        "questions/s after start-up",
         "peak RSS, all processes", "processes",
         f"wall (s), {SLOW_QUESTIONS:,} questions at {LATENCY_S * 1000:.0f} ms a call",
+        "load average (1 min) before / after",
     )  # fmt: skip
     print("| " + " | ".join(header) + " |\n|" + " --- |" * len(header), flush=True)
     with (
@@ -88,13 +92,15 @@ def bench_engines(repeats: int) -> None:
     ):
         folder = Path(name)
         for engine in os.environ.get("BENCH_ENGINES", "local,ray").split(","):
+            before = os.getloadavg()[0]
             start = min(run(folder, url, engine, 1)["wall"] for _ in range(repeats))
             got = run(folder, url, engine, QUESTIONS)
             slow = run(folder, slow_url, engine, SLOW_QUESTIONS)["wall"]
             # A row as soon as it is measured: the header above is the table's.
             print(
-                f"| {engine} | {start:.1f} | {QUESTIONS / got['wall']:.1f} | {mb(got['rss'])} "
-                f"| {got['processes']} | {slow:.0f} |",
+                f"| {engine} | {start:.1f} | {QUESTIONS / got['wall']:.1f} "
+                f"| {QUESTIONS / max(got['wall'] - start, 1e-9):.1f} | {mb(got['rss'])} "
+                f"| {got['processes']} | {slow:.0f} | {before:.1f} / {os.getloadavg()[0]:.1f} |",
                 flush=True,
             )
     print()

@@ -26,7 +26,7 @@ from reactgraph.tools import calculator, search_tools  # noqa: E402
 from reactgraph.variants import REGISTRY  # noqa: E402
 from tests.llama_server import ALIAS, LlamaServer  # noqa: E402
 
-QUESTIONS = ROOT / "graphs/eval/bundled.jsonl"
+QUESTIONS = ROOT / "graphs/app/eval/bundled.jsonl"
 CAP = 64
 MAX_TURNS = 4
 

@@ -11,7 +11,9 @@ reset) is applied by the channel itself and also forces a snapshot.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import (
@@ -44,13 +46,58 @@ def latest(current: Any, writes: Sequence[Any]) -> Any:
     return writes[-1]
 
 
+def _kinds(items: Sequence[Any]) -> set[type]:
+    """The types of ``items``: a long list is looked at once, in C, not item by item."""
+    return set(map(type, items))
+
+
 def _as_messages(items: Sequence[Any]) -> list[AnyMessage]:
     """Messages in any form ``add_messages`` accepts (objects, dicts with ``type`` or ``role``,
     chunks), as message objects; a list already all messages is returned as it is, without
     looking at more than each item's type."""
-    if all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) for m in items):
+    if all(
+        issubclass(t, BaseMessage) and not issubclass(t, BaseMessageChunk) for t in _kinds(items)
+    ):
         return list(items)
     return [message_chunk_to_message(m) for m in convert_to_messages(items)]  # type: ignore[arg-type]
+
+
+# A list the reducer returned, a copy of it, and its id index (or None).
+_Entry = tuple[list[AnyMessage], list[AnyMessage], dict[str, int] | None]
+
+
+class _Held(threading.local):
+    """The id index of the lists this reducer returned last (in this thread): a list handed
+    back as the next call's ``current`` (the channel's value at the next step, a replay's next
+    checkpoint) needs no index built again. An entry serves one call, handed that very list
+    unchanged: its items compared with the copy's by identity, in C, far cheaper than indexing
+    them again."""
+
+    def __init__(self) -> None:
+        self.lists: dict[int, _Entry] = {}
+
+    def take(self, current: Sequence[Any]) -> tuple[bool, dict[str, int] | None]:
+        """(whether ``current`` is a list returned here, unchanged; its index if it had one)."""
+        entry = self.lists.pop(id(current), None)
+        if entry is None or entry[0] is not current or entry[1] != current:
+            return False, None
+        return True, entry[2]
+
+    def keep(self, out: list[AnyMessage], positions: dict[str, int] | None) -> None:
+        while len(self.lists) >= _HELD_LISTS:
+            del self.lists[next(iter(self.lists))]
+        self.lists[id(out)] = (out, out.copy(), positions)
+
+
+_HELD_LISTS = 4
+_HELD = _Held()
+
+
+def _positions(out: Sequence[AnyMessage]) -> dict[str, int]:
+    """Each id's (last) position in ``out``."""
+    positions = dict(zip(map(attrgetter("id"), out), range(len(out)), strict=True))
+    positions.pop(None, None)  # type: ignore[call-overload]
+    return positions
 
 
 def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
@@ -61,13 +108,18 @@ def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[Any
     A write that is a tuple is the run's own chat view of new messages (``chat_update``): its
     ids are new by construction, so it is appended without a lookup, and a long run's step
     costs nothing per message held. Other messages are looked up by id (the last message
-    first, then in an index built at most once per call). Missing ids are numbered by
+    first, then in an index built at most once per call, and carried to the next call when
+    that call is handed the list this one returned: a replay of stored writes, where tuples
+    come back as lists, builds it once, not once a step). Missing ids are numbered by
     position, never random, so replaying the same writes gives the same ids. What the server
     hands back (a snapshot of the channel decoded to dicts, a tuple decoded to a list) is
     converted first.
     """
-    out = _as_messages(current) if any(isinstance(m, Mapping) for m in current) else list(current)
-    positions: dict[str, int] | None = None
+    ours, positions = _HELD.take(current)
+    if ours or not any(issubclass(t, Mapping) for t in _kinds(current)):
+        out = list(current)
+    else:
+        out = _as_messages(current)
     for new in writes:
         if isinstance(new, tuple):
             for message in _as_messages(new):
@@ -85,7 +137,7 @@ def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[Any
                 index: int | None = len(out) - 1
             else:
                 if positions is None:
-                    positions = {m.id: i for i, m in enumerate(out) if m.id is not None}
+                    positions = _positions(out)
                 index = positions.get(message.id)
             if isinstance(message, RemoveMessage):
                 if index is None:
@@ -98,6 +150,7 @@ def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[Any
                 if positions is not None:
                     positions[message.id] = len(out)
                 out.append(message)
+    _HELD.keep(out, positions)
     return out
 
 

@@ -20,6 +20,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.nodes import deadlines
+from reactgraph.nodes.linebreaks import plain, with_hard_breaks
 
 # How a finished reply says it was cut at the cap: OpenAI-compatible servers' finish_reason,
 # Anthropic's stop_reason, Ollama's done_reason.
@@ -131,30 +132,33 @@ class ModelCall:
     deadline: float | None
 
     def run(self) -> Any:
+        """The reply (as the model wrote it; ``reactgraph.nodes.linebreaks``)."""
+        config = with_hard_breaks(self.config)
         if not streams(self.model):
-            call = lambda: self.model.invoke(self.messages, self.config, **self.arguments)  # noqa: E731
+            call = lambda: self.model.invoke(self.messages, config, **self.arguments)  # noqa: E731
         else:
             abandoned = threading.Event()
             call = lambda: gather(  # noqa: E731
-                self.model, self.messages, self.config, self.arguments, abandoned
+                self.model, self.messages, config, self.arguments, abandoned
             )
         if self.deadline is None:
-            return call()
+            return plain(call())
         try:
-            return deadlines.in_thread(call, self.deadline, "model call").result()
+            return plain(deadlines.in_thread(call, self.deadline, "model call").result())
         except deadlines.TimedOut:
             if streams(self.model):
                 abandoned.set()  # the stream closes at its next chunk
             raise
 
     async def arun(self) -> Any:
+        config = with_hard_breaks(self.config)
         if streams(self.model):
-            call = agather(self.model, self.messages, self.config, self.arguments)
+            call = agather(self.model, self.messages, config, self.arguments)
         else:
-            call = self.model.ainvoke(self.messages, self.config, **self.arguments)
+            call = self.model.ainvoke(self.messages, config, **self.arguments)
         if self.deadline is None:
-            return await call
+            return plain(await call)
         try:
-            return await asyncio.wait_for(call, self.deadline)
+            return plain(await asyncio.wait_for(call, self.deadline))
         except TimeoutError:
             raise deadlines.TimedOut(f"model call over its {self.deadline:g} s deadline") from None

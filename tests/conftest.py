@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,11 @@ _BEFORE = {name for name in _LITTER if (ROOT / name).exists()}
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 if "TIKTOKEN_CACHE_DIR" not in os.environ and _SHARED_CACHE.is_dir():
     os.environ["TIKTOKEN_CACHE_DIR"] = str(_SHARED_CACHE)
+# A suite started in the background by a shell (`make test &`, nohup) inherits SIGINT ignored,
+# and so would every command a test starts: the Ctrl-C tests would then see no Ctrl-C at all.
+# Commands get the default disposition, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _is_local(address: Any) -> bool:

@@ -205,6 +205,22 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+def count_index_builds(monkeypatch: Any) -> list[int]:
+    """How many times the ``messages`` reducer builds its id index from here on: a one-item
+    list, counted up (the patch is undone with ``monkeypatch``)."""
+    from reactgraph.nodes import reducers
+
+    built = [0]
+    positions = reducers._positions
+
+    def counted(out: Any) -> Any:
+        built[0] += 1
+        return positions(out)
+
+    monkeypatch.setattr(reducers, "_positions", counted)
+    return built
+
+
 # --- A local OpenAI-compatible chat-completions server --------------------------------------
 
 
@@ -223,6 +239,59 @@ class Hang:
 
     seconds: float
     reply: str = "Final Answer: too late"
+
+
+class Gate:
+    """A responder for the test server that holds the requests ``hold`` picks, unanswered,
+    until ``open``: a test waits for a number of them (``wait_held``), acts on a known state
+    (every run in flight stopped mid-way), then lets them through, bar any it drops (requests
+    whose client is gone: they are answered only at ``close``, with a fault)."""
+
+    def __init__(
+        self,
+        responder: Callable[[dict[str, Any]], Any],
+        hold: Callable[[dict[str, Any]], bool],
+    ) -> None:
+        self._responder, self._hold = responder, hold
+        self._changed = threading.Condition()
+        self.held: list[dict[str, Any]] = []
+        self._opened = self._closed = False
+        self._dropped: list[dict[str, Any]] = []
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        with self._changed:
+            if self._opened or not self._hold(request):
+                return self._responder(request)
+            self.held.append(request)
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self._closed or self._passes(request))
+            self.held.remove(request)
+            if not self._passes(request):
+                return Fault(503, "the test is over")
+        return self._responder(request)
+
+    def _passes(self, request: dict[str, Any]) -> bool:
+        return self._opened and not any(request is dropped for dropped in self._dropped)
+
+    def wait_held(self, count: int, timeout: float) -> list[dict[str, Any]]:
+        """The requests held once ``count`` are (a copy); TimeoutError if not by ``timeout``."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self.held) >= count, timeout):
+                raise TimeoutError(f"{len(self.held)} requests held, not {count}")
+            return list(self.held)
+
+    def open(self, drop: Sequence[dict[str, Any]] = ()) -> None:
+        """Answer the requests held, and every one after, but those in ``drop``."""
+        with self._changed:
+            self._dropped.extend(drop)
+            self._opened = True
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        """Answer the dropped requests too (with a fault): no server thread is left waiting."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
 
 
 @dataclass
@@ -538,6 +607,16 @@ async def echo_runner() -> Any:
     async def run(job: Any) -> dict[str, Any]:
         pause = re.search(r"pause=([0-9.]+)", job.question)
         await asyncio.sleep(float(pause.group(1)) if pause else 0)
-        return {"index": job.index, "thread_id": job.thread_id, "answer": job.question}
+        return {
+            "index": job.index,
+            "thread_id": job.thread_id,
+            "answer": job.question,
+            "status": "answered",
+        }
 
     yield run
+
+
+def echo_for(recipe: Any) -> Any:
+    """``echo_runner`` in place of ``open_runner(recipe)`` (an eval's runs without a graph)."""
+    return echo_runner()

@@ -16,7 +16,7 @@ from reactgraph import build_graph
 from reactgraph.storage import aopen_db, open_db
 from reactgraph.storage.compression import serializer
 from reactgraph.storage.history import IndexedSqliteSaver
-from tests.fakes import ToolLog, action, answer, fake_model
+from tests.fakes import ToolLog, action, answer, count_index_builds, fake_model
 
 DELTA = ("turns", "messages", "compactions", "notes", "summary", "question", "settings",
          "thread_id", "run")  # fmt: skip
@@ -143,3 +143,19 @@ def test_reading_the_history_decodes_each_row_a_bounded_number_of_times(
         assert large <= 2.2 * small  # linear: twice the turns, twice the reads
     else:
         assert large > 3 * small  # LangGraph's walk per checkpoint: quadratic
+
+
+def test_reading_the_history_indexes_the_messages_once_not_once_a_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step's stored writes go through the ``messages`` reducer once, in order, so its id
+    index is carried from one checkpoint to the next (``tests/test_reducers.py``)."""
+    db = str(tmp_path / "runs.sqlite")
+    with open_db(db) as (saver, _):
+        config = {"configurable": {"thread_id": "t"}}
+        _graph(saver, _echoes(39), max_turns=45).invoke({"question": "q"}, config)
+    built = count_index_builds(monkeypatch)
+    with open_db(db, read_only=True) as (saver, _):
+        states = _states(_graph(saver, []), "t")
+    assert len(states) > 100 and len(states[0][1]["messages"]) == 80
+    assert built[0] <= 2

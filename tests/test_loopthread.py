@@ -28,9 +28,13 @@ def test_it_starts_runs_a_coroutine_and_stops() -> None:
 
     assert loop.submit(where()).result(WAIT_S) == "test-loop"
     (thread,) = threads_named("test-loop")
+    called = threading.Event()
+    loop.call_soon(lambda: threading.current_thread() is thread and called.set())
+    assert called.wait(WAIT_S)  # on the loop's thread
     assert thread.daemon and thread is not threading.current_thread()
     assert loop.stop(WAIT_S) and not thread.is_alive() and loop.stopped
     assert loop.stop(WAIT_S)  # again: nothing more to do
+    loop.call_soon(pytest.fail, "called after the stop")  # nothing happens
     late = where()
     with pytest.raises(RuntimeError, match="stopped"):
         loop.submit(late)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -179,7 +180,11 @@ def test_ask_and_batch_from_the_command_line(server: LlamaServer, tmp_path: Path
     common += ["--max-completion-tokens", str(CAP), "--timeout", str(TIMEOUT)]
     db = str(tmp_path / "runs.db")
     asked = cli("ask", QUESTION, *common, "--db", db, "--thread", "t1", cwd=tmp_path)
-    assert asked.returncode == 0, asked.stderr
+    # `ask` exits 0 on an answer and 1 on any other ending; a 135M model rarely answers.
+    shown = re.findall(r"^Status: (\w+)$", asked.stdout, re.MULTILINE)
+    assert shown and shown[-1] in REGISTRY["transcript"].statuses, asked.stdout[-2000:]
+    assert asked.returncode == (0 if shown[-1] == "answered" else 1), asked.stderr
+    assert "Traceback" not in asked.stderr, asked.stderr
     questions = tmp_path / "questions.jsonl"
     lines = [{"id": f"q{n}", "question": f"{QUESTION} ({n})"} for n in range(2)]
     questions.write_text("".join(json.dumps(line) + "\n" for line in lines))

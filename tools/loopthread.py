@@ -14,7 +14,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
@@ -73,6 +73,12 @@ class LoopThread:
                 coroutine.close()
                 raise
             return asyncio.run_coroutine_threadsafe(coroutine, loop)
+
+    def call_soon(self, callback: Callable[..., object], *args: Any) -> None:
+        """Call ``callback(*args)`` on the loop's thread, soon; nothing once stopped."""
+        with self._lock:
+            if not self._stopping and self._loop is not None:
+                self._loop.call_soon_threadsafe(callback, *args)
 
     def stop(self, timeout: float | None = 10) -> bool:
         """End the loop (see the class) and wait ``timeout`` seconds at the most (None: until it

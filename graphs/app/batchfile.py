@@ -199,6 +199,7 @@ class _Run:
                 address=address,
                 db=self.recipe.db,
                 flight=flight,
+                total=total,
             ):
                 outcomes.append(self.one(pending.pop(result["index"]), result))
                 failures = sum(o in ("failed", "busy") for o in outcomes)

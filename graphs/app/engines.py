@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -51,10 +51,13 @@ def run_jobs(
     address: str | None = None,
     db: str | None = None,
     flight: Flight | None = None,
+    total: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Each job's result as its run ends, from ``engine``: "local" (``reactgraph.app.pool``) or
-    "ray" (``reactgraph.app.rayengine``, on the cluster at ``address``). ``db`` is the database the
-    runner keeps its runs in (a Ray cluster of several nodes refuses a SQLite file)."""
+    "ray" (``reactgraph.app.rayengine``, on the cluster at ``address``). ``jobs`` may be a
+    stream, with ``total`` its length when known: either engine takes a job only when it has a
+    slot for it. ``db`` is the database the runner keeps its runs in (a Ray cluster of several
+    nodes refuses a SQLite file)."""
     check_engine(engine, address)
     if engine == "ray":
         from reactgraph.app.rayengine import run_ray
@@ -67,28 +70,31 @@ def run_jobs(
             address=address,
             db=db,
             flight=flight,
+            total=total,
         )
-    from reactgraph.app.pool import run_parallel
+    from reactgraph.app.pool import job_count, run_parallel
 
-    listed = jobs if isinstance(jobs, Sequence) else list(jobs)
-    results = run_parallel(open_runner, listed, workers=workers, concurrency=concurrency)
-    return results if flight is None else _counted(results, listed, workers, concurrency, flight)
+    total = job_count(jobs, total)
+    results = run_parallel(open_runner, jobs, workers=workers, concurrency=concurrency, total=total)
+    if flight is None or total is None:
+        return results
+    return _counted(results, total, workers, concurrency, flight)
 
 
 def _counted(
     results: Iterator[dict[str, Any]],
-    jobs: Sequence[Job],
+    total: int,
     workers: int | None,
     concurrency: int,
     flight: Flight,
 ) -> Iterator[dict[str, Any]]:
     """The pool's results, with its jobs in flight: each worker asks for a job whenever a slot
-    of its own is free, so every slot holds one while any job waits."""
+    of its own is free, so every slot holds one while any of the ``total`` jobs waits."""
     from reactgraph.app.pool import default_workers
 
-    count = max(1, min(workers or default_workers(len(jobs)), len(jobs)))
+    count = max(1, min(workers or default_workers(total), total))
     slots = count * math.ceil(concurrency / count)
-    left = len(jobs)
+    left = total
     flight.running = min(slots, left)
     for result in results:
         left -= 1

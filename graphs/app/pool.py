@@ -4,22 +4,23 @@ One event loop on one core is the ceiling of ``run_many``: the model client's CP
 (the OpenAI SDK's request building, the connection pool) adds up over hundreds of runs. Here
 ``workers`` processes each open a runner once (``open_runner`` must be picklable: a module-level
 function, or a ``functools.partial`` of one) and run up to ``concurrency`` jobs at a time. The
-parent hands out jobs as workers ask for them and yields each result as it comes, so one reader
-(the caller) sees every result exactly once. A worker that dies loses only the jobs it was
-running; each comes back as a result with an error. With one worker, everything runs in this
-process.
+parent takes each job from its source (a list, or a stream: a file of a million questions is
+never all in memory) only when a worker has a slot free for it, and yields each result as it
+comes, so one reader (the caller) sees every result exactly once. A worker that dies loses
+only the jobs it was running; each comes back as a result with an error. With one worker,
+everything runs in this process.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import contextlib
+import itertools
 import multiprocessing
 import os
 import queue
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from multiprocessing import connection
 from typing import Any
@@ -95,27 +96,44 @@ def _worker(open_runner: OpenRunner, jobs: Any, results: Any, slots: int) -> Non
         asyncio.run(_serve(open_runner, take, results.send, slots))
 
 
+def check_counts(**counts: int) -> None:
+    """ValueError unless each count (``workers``, ``concurrency``) is a whole number >= 1."""
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def job_count(jobs: Iterable[Job], total: int | None) -> int | None:
+    """How many ``jobs`` there are: a collection's length, else ``total`` (None: unknown)."""
+    return len(jobs) if isinstance(jobs, Sized) else total
+
+
 def run_parallel(
     open_runner: OpenRunner,
-    jobs: Sequence[Job],
+    jobs: Iterable[Job],
     *,
     workers: int | None = None,
     concurrency: int = 8,
+    total: int | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run ``jobs`` in ``workers`` processes (default: the cores, capped by the jobs), with
-    ``concurrency`` runs in flight in all (shared out among the workers); yield each result as
-    its run ends. Ctrl-C stops every worker; what was yielded before is kept."""
+    """Run ``jobs`` in ``workers`` processes (default: the cores, capped by ``total``, the
+    number of jobs when they are a stream), with ``concurrency`` runs in flight in all (shared
+    out among the workers); yield each result as its run ends. A job is taken from ``jobs``
+    only when a slot is free for it: at most ``concurrency`` are taken and not yet yielded.
+    Ctrl-C stops every worker; what was yielded before is kept."""
+    total = job_count(jobs, total)
     if workers is None:
-        workers = default_workers(len(jobs))
-    for name, value in (("workers", workers), ("concurrency", concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    if not jobs:
+        workers = default_workers(total) if total is not None else os.cpu_count() or 1
+    check_counts(workers=workers, concurrency=concurrency)
+    source = iter(jobs)
+    first = next(source, None)
+    if first is None:
         return
-    workers = min(workers, len(jobs))
+    source = itertools.chain([first], source)
+    workers = min(workers, max(1, total)) if total is not None else workers
     slots = max(1, -(-concurrency // workers))
     if workers == 1:
-        yield from _in_process(open_runner, jobs, slots)
+        yield from _in_process(open_runner, source, slots)
         return
     context = multiprocessing.get_context("spawn")  # never fork a process holding threads
     channels: dict[Any, _Channel] = {}
@@ -136,7 +154,7 @@ def run_parallel(
             jobs_in.close()
             results_out.close()
             channels[results_in] = _Channel(process, jobs_out)
-        yield from _collect(channels, jobs)
+        yield from _collect(channels, source)
     finally:
         _terminate(started)
         stop.__exit__(None, None, None)
@@ -153,21 +171,25 @@ def _terminate(processes: list[Any]) -> None:
 
 @dataclass
 class _Channel:
-    """A worker process, the pipe its jobs go down, and the jobs it holds."""
+    """A worker process, the pipe its jobs go down, and the jobs it holds (by index)."""
 
     process: Any
     jobs: Any
-    held: set[int] = field(default_factory=set)
+    held: dict[int, Job] = field(default_factory=dict)
 
 
-def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Iterator[dict]:
+def _in_process(open_runner: OpenRunner, jobs: Iterator[Job], slots: int) -> Iterator[dict]:
     """One worker: an event loop on a thread of this process, results handed over as they
-    come. Leaving early (Ctrl-C, or the caller stops reading) cancels the runs in flight."""
+    come. A job is taken (on the loop's thread) only when one of the ``slots`` is free and
+    the caller has read the results of those before it, so a slow reader holds back the
+    source rather than piling up results. Leaving early (Ctrl-C, or the caller stops reading)
+    cancels the runs in flight."""
     results: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-    waiting = collections.deque(jobs)
+    unread = asyncio.Semaphore(slots)  # jobs taken whose results the caller has not read
 
     async def take() -> Job | None:
-        return waiting.popleft() if waiting else None
+        await unread.acquire()
+        return next(jobs, None)
 
     def ended(serving: concurrent.futures.Future[None]) -> None:
         error = None if serving.cancelled() else serving.exception()
@@ -180,6 +202,7 @@ def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Ite
             kind, item = results.get()
             if kind == "done":
                 yield item
+                loop.call_soon(unread.release)  # the next job may be taken
             elif kind == "error":
                 raise item
             elif kind == "end":
@@ -190,10 +213,10 @@ def _in_process(open_runner: OpenRunner, jobs: Sequence[Job], slots: int) -> Ite
         loop.stop(30)
 
 
-def _collect(channels: dict[Any, _Channel], jobs: Sequence[Job]) -> Iterator[dict]:
+def _collect(channels: dict[Any, _Channel], jobs: Iterator[Job]) -> Iterator[dict]:
     """Hand out jobs as workers ask, yield results as they come, until every worker is gone:
-    one that ends (normally, or killed) closes its pipe, and the jobs it held fail."""
-    waiting, by_index = collections.deque(jobs), {job.index: job for job in jobs}
+    one that ends (normally, or killed) closes its pipe, and the jobs it held fail. A worker
+    asks for a job when a slot of its own is free, after sending the result that freed it."""
     while channels:
         for reader in connection.wait(list(channels), timeout=_POLL_S):
             channel = channels[reader]
@@ -204,17 +227,17 @@ def _collect(channels: dict[Any, _Channel], jobs: Sequence[Job]) -> Iterator[dic
                 del channels[reader]
                 for index in sorted(channel.held):
                     why = "the worker process running it died"
-                    yield failed(by_index[index], f"WorkerDied: {why}")
+                    yield failed(channel.held[index], f"WorkerDied: {why}")
                 continue
             if kind == "want":
-                job = waiting.popleft() if waiting else None
+                job = next(jobs, None)
                 with contextlib.suppress(OSError):  # it died since it asked: its EOF follows
                     channel.jobs.send(job)
-                    if job is not None:
-                        channel.held.add(job.index)
+                if job is not None:
+                    channel.held[job.index] = job
             else:
-                channel.held.discard(item["index"])
+                channel.held.pop(item["index"], None)
                 yield item
     # Every worker is gone: no one will run what is left.
-    for job in waiting:
+    for job in jobs:
         yield failed(job, "WorkerDied: no worker left")

@@ -6,28 +6,28 @@ the driver, takes the jobs one by one from an iterable (a file of a million ques
 all in memory, nor in Ray's object store), keeps at most ``concurrency`` in flight, and yields
 each result as it comes: the caller stays the one reader, and the one writer of any results.
 
-Faults: a node that dies takes its actors with it. Ray restarts them (``max_restarts=-1``),
-on a node that lives, and the driver sends each job they held again, to an actor that answers
-(the same one once restarted, or another). The job's runner resumes the thread from its last
-checkpoint; its thread lock keeps a job from ever running twice at once, so a job sent again
-while the dead process's lock lingers waits for it. Each job gives exactly one result.
+The actors (``reactgraph.app.rayactors``) are spread over the nodes by a placement group, so a
+cluster of two nodes runs on both, whatever each node has heard of the other yet.
+
+Faults: a node that dies takes its actors with it. Ray places their bundles again on the nodes
+that live and restarts them there (``max_restarts=-1``), and the driver sends each job they
+held again, to an actor that answers (the same one once restarted, or another). The job's
+runner resumes the thread from its last checkpoint; its thread lock keeps a job from ever
+running twice at once, so a job sent again while the dead process's lock lingers waits for it.
+Each job gives exactly one result.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import math
-import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from reactgraph.app.engines import EngineError
-from reactgraph.app.pool import Job, OpenRunner, failed
-from reactgraph.storage.locks import is_postgres
+from reactgraph.app.pool import Job, OpenRunner, check_counts, failed, job_count
+from reactgraph.app.rayactors import check_shared, cluster_workers, connected, spawn, stop
 
 logger = logging.getLogger(__name__)
 
@@ -37,56 +37,6 @@ ATTEMPTS = 5
 LOCK_WAIT_S = 120.0
 """How long a job sent again waits for the lock its dead holder's session still has."""
 _PING_AGAIN_S = 1.0
-
-
-class Slot:
-    """An actor: one worker slot. Its runner is opened on its first call (again after a
-    restart, which runs ``__init__`` anew) and closed by ``close``."""
-
-    def __init__(self, open_runner: OpenRunner) -> None:
-        self._open_runner = open_runner
-        self._stack: contextlib.AsyncExitStack | None = None
-        self._run: Any = None
-        self._opening: asyncio.Lock | None = None
-
-    async def _runner(self) -> Any:
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
-            if self._run is None:
-                stack = contextlib.AsyncExitStack()
-                self._run = await stack.enter_async_context(self._open_runner())
-                self._stack = stack
-        return self._run
-
-    async def ready(self) -> str:
-        """The node this actor lives on, once its runner is open."""
-        import ray
-
-        await self._runner()
-        return ray.get_runtime_context().get_node_id()
-
-    async def run(self, job: Job, lock_wait: float) -> tuple[dict[str, Any], str]:
-        """The job's result and this actor's node. With ``lock_wait``, a thread still locked
-        (by a dead process whose session has not ended yet) is tried again until then."""
-        import ray
-
-        node = ray.get_runtime_context().get_node_id()
-        deadline = time.monotonic() + lock_wait
-        while True:
-            try:
-                result = await (await self._runner())(job)
-            except Exception as error:  # a runner's own fault must not stop the others
-                result = failed(job, f"{type(error).__name__}: {error}")
-            busy = str(result.get("error") or "").startswith("ThreadBusy")
-            if not busy or time.monotonic() >= deadline:
-                return result, node
-            await asyncio.sleep(1.0)
-
-    async def close(self) -> None:
-        if self._stack is not None:
-            stack, self._stack, self._run = self._stack, None, None
-            await stack.aclose()
 
 
 @dataclass
@@ -115,50 +65,6 @@ class _State:
     again: list[_Sent] = field(default_factory=list)
 
 
-def cluster_workers(ray: Any) -> int:
-    """The cluster's CPUs."""
-    return max(1, int(ray.cluster_resources().get("CPU", 1)))
-
-
-def check_shared(ray: Any, db: str | None) -> None:
-    """``EngineError`` for a SQLite file on a cluster of more than one node."""
-    nodes = [node for node in ray.nodes() if node.get("Alive")]
-    if db and not is_postgres(db) and len(nodes) > 1:
-        raise EngineError(
-            f"the runs cannot be kept in the SQLite file {db} on a Ray cluster of {len(nodes)} "
-            "nodes: each node would have a file of its own; pass --db postgresql://..."
-        )
-
-
-@contextlib.contextmanager
-def connected(address: str | None) -> Iterator[Any]:
-    """Ray, connected: to ``address``, else to ``RAY_ADDRESS``, else a local Ray started now
-    and stopped after (a Ray this process had already joined is left as it was)."""
-    import ray
-
-    if ray.is_initialized():
-        yield ray
-        return
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    local = {} if address else {"include_dashboard": False, "_node_ip_address": "127.0.0.1"}
-    try:
-        # Actors' output stays in the nodes' logs: this process's stdout is the command's.
-        # "local" starts a Ray of this run's own, never joining one already running here.
-        ray.init(
-            address=address or "local",
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-            **local,
-        )
-    except Exception as error:  # Ray raises plain Exceptions here (a start-up that timed out)
-        where = f"reach the Ray cluster at {address}" if address else "start a local Ray"
-        raise EngineError(f"cannot {where}: {error}") from None
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 def run_ray(
     open_runner: OpenRunner,
     jobs: Iterable[Job],
@@ -168,15 +74,13 @@ def run_ray(
     address: str | None = None,
     db: str | None = None,
     flight: Any = None,
+    total: int | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run ``jobs`` on ``workers`` actors (default: the cluster's CPUs; capped by the jobs when
-    they are a sequence),
-    ``concurrency`` in flight in all; yield each result as its run ends. ``db`` is where the
-    runner keeps its runs, checked against the cluster; ``flight.running`` is kept at the number
-    of jobs in flight, for a progress bar."""
-    for name, value in (("workers", workers or 1), ("concurrency", concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    """Run ``jobs`` on ``workers`` actors (default: the cluster's CPUs; capped by the number of
+    jobs when known: their length, or ``total``), ``concurrency`` in flight in all; yield each
+    result as its run ends. ``db`` is where the runner keeps its runs, checked against the
+    cluster; ``flight.running`` is kept at the number of jobs in flight, for a progress bar."""
+    check_counts(workers=workers or 1, concurrency=concurrency)
     source = iter(jobs)
     first = next(source, None)
     if first is None:
@@ -184,34 +88,16 @@ def run_ray(
     with connected(address) as ray:
         check_shared(ray, db)
         count = workers or cluster_workers(ray)
-        if hasattr(jobs, "__len__"):
-            count = min(count, len(jobs))  # type: ignore[arg-type]
+        total = job_count(jobs, total)
+        if total is not None:
+            count = min(count, max(1, total))
         slots = max(1, math.ceil(concurrency / count))
-        state = _State([_Actor(a) for a in _spawn(ray, open_runner, count, slots)], slots)
+        group, actors = spawn(ray, open_runner, count, slots)
+        state = _State([_Actor(a) for a in actors], slots)
         try:
             yield from _drive(ray, state, _chain(first, source), flight)
         finally:
-            _stop(ray, state.actors)
-
-
-def _spawn(ray: Any, open_runner: OpenRunner, count: int, slots: int) -> list[Any]:
-    """``count`` actors dealt round the live nodes. Each asks for no CPU (its runs wait on the
-    model; ``count`` is what matches the cores), and a node is where it starts, not where it
-    must stay: restarted after its node died, it goes to one that lives."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    nodes = sorted(node["NodeID"] for node in ray.nodes() if node.get("Alive"))
-    slot = ray.remote(Slot)
-    return [
-        slot.options(
-            max_restarts=-1,
-            max_task_retries=0,
-            max_concurrency=slots + 2,
-            num_cpus=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True),
-        ).remote(open_runner)
-        for i in range(count)
-    ]
+            stop(ray, [a.handle for a in state.actors], [a.up for a in state.actors], group)
 
 
 def _chain(first: Job, rest: Iterator[Job]) -> Iterator[Job]:
@@ -303,13 +189,3 @@ def _pinged(ray: Any, actors: list[_Actor], ref: Any) -> None:
         return
     logger.info("a Ray actor is back, on node %s", node)
     actor.up = True
-
-
-def _stop(ray: Any, actors: list[_Actor]) -> None:
-    """Close each actor's runner (its database connections), then end the actors."""
-    closing = [a.handle.close.remote() for a in actors if a.up]
-    with contextlib.suppress(Exception):
-        ray.wait(closing, num_returns=len(closing), timeout=30)
-    for actor in actors:
-        with contextlib.suppress(Exception):
-            ray.kill(actor.handle, no_restart=True)

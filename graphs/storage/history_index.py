@@ -1,10 +1,10 @@
 """One thread's checkpoints in memory, answering LangGraph's ``get_delta_channel_history``
 for each of them in one pass over the thread (see ``reactgraph.storage.history``).
 
-For a channel whose reducer it knows (reactgraph's state), a checkpoint's answer is the value
-at its parent as the seed, plus the parent's own writes: LangGraph's reducers are
-batching-invariant, so that rebuilds what the walk back to the last snapshot does, with one
-step's writes to replay. For any other channel it is the walk's own answer (the seed and every
+For a channel whose reducer it knows (reactgraph's state), a checkpoint's answer is its value,
+rebuilt from its parent's value and the parent's own writes (LangGraph's reducers are
+batching-invariant, so that is what the walk back to the last snapshot gives), with nothing
+left to replay. For any other channel it is the walk's own answer (the seed and every
 write since), each checkpoint's extending its parent's in a shared list.
 """
 
@@ -66,16 +66,14 @@ class HistoryIndex:
         return out
 
     def _stepwise(self, cid: str, channel: str) -> DeltaChannelHistory:
-        """For a channel whose reducer the index knows: the value at the parent as the seed,
-        and the parent's own writes. Reducers are batching-invariant, so this rebuilds what
-        the walk's seed and writes do, with one step's writes to replay instead of hundreds."""
+        """For a channel whose reducer the index knows: its value at ``cid`` as the seed, and
+        no writes. The index rebuilds each checkpoint's value from its parent's (reducers are
+        batching-invariant, so that is what the walk's seed and writes give), once; LangGraph
+        then replays nothing, so each step's writes go through the reducer once in all."""
         parent = self.parent[cid]
         if parent is None or parent not in self.values:
             return {"writes": []}
-        own = list(self.writes[parent].get(channel, ()))
-        if channel in self.values[parent]:
-            return {"seed": _copied(self.values[parent][channel]), "writes": own}
-        return {"seed": _DeltaSnapshot(copy.copy(self._value_at(parent, channel))), "writes": own}
+        return {"seed": _DeltaSnapshot(copy.copy(self._value_at(cid, channel))), "writes": []}
 
     def _value_at(self, cid: str, channel: str) -> Any:
         """The channel's value at ``cid``, as LangGraph rebuilds it (memoized; never mutated:

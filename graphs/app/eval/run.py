@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,20 +48,24 @@ def thread_of(variant: str, item: Item, source: str = "") -> str:
     return f"eval-{variant}-{hashlib.sha256(run.encode()).hexdigest()[:16]}"
 
 
-def jobs_for(
+def pairs_to_run(
     items: Sequence[Item], variants: Sequence[str], done: set[str], source: str = ""
-) -> list[Job]:
-    """One job per pair not done yet (no line ``SCORED`` alike in ``done``), variants
-    interleaved so a partial eval compares them."""
-    jobs: list[Job] = []
+) -> Iterator[tuple[Item, str]]:
+    """Each pair not done yet (no line ``SCORED`` alike in ``done``), variants interleaved so
+    a partial eval compares them. Lazy: ``done`` is read as each pair comes up."""
     for item in items:
         for variant in variants:
-            if SCORED(scored(item, variant, {}, source)) in done:
-                continue
-            pages = {t: list(p) for t, p in item.pages.items()} if item.pages else None
-            extra = {"variant": variant, "item": item.id, "pages": pages}
-            jobs.append(Job(len(jobs), item.question, thread_of(variant, item, source), extra))
-    return jobs
+            if SCORED(scored(item, variant, {}, source)) not in done:
+                yield item, variant
+
+
+def jobs_for(pairs: Iterable[tuple[Item, str]], source: str = "") -> Iterator[Job]:
+    """A job per pair, made as it is taken: a question set of any size never has all its
+    jobs (each with a copy of its question's pages) in memory at once."""
+    for index, (item, variant) in enumerate(pairs):
+        pages = {t: list(p) for t, p in item.pages.items()} if item.pages else None
+        extra = {"variant": variant, "item": item.id, "pages": pages}
+        yield Job(index, item.question, thread_of(variant, item, source), extra)
 
 
 def scored(item: Item, variant: str, result: dict[str, Any], source: str = "") -> dict[str, Any]:
@@ -116,23 +120,30 @@ def run_eval(
     results = Results(str(folder / RESULTS), identity=SCORED)
     try:
         results.refresh(report=True)
-        jobs = jobs_for(items, variants, results.done, source)
+        todo = sum(1 for _ in pairs_to_run(items, variants, results.done, source))
         if on_start is not None:
-            on_start(len(jobs), len(items) * len(variants) - len(jobs))
-        by_id = {item.id: item for item in items}
+            on_start(todo, len(items) * len(variants) - todo)
+        pending: dict[int, tuple[Item, str]] = {}  # the pairs in flight, by their job's index
+
+        def pairs() -> Iterator[tuple[Item, str]]:
+            for index, pair in enumerate(pairs_to_run(items, variants, results.done, source)):
+                pending[index] = pair
+                yield pair
+
         runner = functools.partial(open_runner, recipe)
         for result in run_jobs(
             runner,
-            jobs,
+            jobs_for(pairs(), source),
             workers=workers,
             concurrency=concurrency,
             engine=engine,
             address=address,
             db=recipe.db,
             flight=flight,
+            total=todo,
         ):
-            extra = jobs[result["index"]].extra
-            line = scored(by_id[extra["item"]], extra["variant"], result, source)
+            item, variant = pending.pop(result["index"])
+            line = scored(item, variant, result, source)
             if results.record(line):
                 yield line
     finally:
