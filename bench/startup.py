@@ -17,6 +17,11 @@ from pathlib import Path
 
 from common import median_ms, table, verdict
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes import demo_db  # noqa: E402  (a database holding the offline demo's run)
+
 PYTHON = sys.executable
 SCRIPT = Path(PYTHON).with_name("reactgraph")
 COMMANDS = ("ask", "resume", "show", "threads", "batch", "prune", "eval", "graph", "demo")
@@ -28,22 +33,6 @@ def reactgraph(*args: str) -> list[str]:
     if SCRIPT.exists():
         return [str(SCRIPT), *args]
     return [PYTHON, "-m", "reactgraph.app.cli", *args]
-
-
-def seeded_db(folder: Path) -> str:
-    """A database holding one finished run (the demo's question, scripted)."""
-    from reactgraph import build_graph
-    from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
-    from reactgraph.storage.database import new_record, open_db
-    from reactgraph.tools import default_tools
-
-    db = str(folder / "runs.sqlite")
-    with open_db(db) as (saver, store):
-        model = ScriptedChatModel(replies=DEMO_REPLIES)
-        graph = build_graph("transcript", model=model, tools=default_tools(), checkpointer=saver)
-        graph.invoke({"question": DEMO_QUESTION}, {"configurable": {"thread_id": "t1"}})
-        new_record("t1", DEMO_QUESTION, "transcript", "scripted", None, None, {}).save(store)
-    return db
 
 
 def timed(argv: list[str], cwd: Path) -> float:
@@ -58,7 +47,7 @@ def timed(argv: list[str], cwd: Path) -> float:
 def bench_startup(repeats: int) -> None:
     print("\n## Start-up of each command (median wall ms; ratio to `python -c pass`)\n")
     folder = Path(tempfile.mkdtemp(prefix="reactgraph-startup-"))
-    db = seeded_db(folder)
+    db = demo_db(folder)
     contenders: dict[str, list[str]] = {
         "python -c pass": [PYTHON, "-c", "pass"],
         'python -c "import langgraph.graph"': [PYTHON, "-c", "import langgraph.graph"],

@@ -27,14 +27,21 @@ if TYPE_CHECKING:
 Body = Callable[["State", Any, "Deps"], Any]
 
 
-def _function(module: str, name: str) -> Body:
-    """The node body ``module.name``, imported when a graph is built (not when the registry is
-    read: the command line's parser reads the specs without loading LangChain)."""
-    return getattr(importlib.import_module(module), name)
+class _Bodied:
+    """A part of a variant whose node body is the function ``name`` of the node ``module``."""
+
+    name: str
+    module: str
+
+    @property
+    def body(self) -> Body:
+        """The node body ``module.name``, imported when a graph is built (not when the registry
+        is read: the command line's parser reads the specs without loading LangChain)."""
+        return getattr(importlib.import_module(self.module), self.name)
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(_Bodied):
     """A node spliced in front of the model call."""
 
     name: str
@@ -47,14 +54,9 @@ class Step:
     can_end: bool = False
     """Whether it may end the run by setting a status (compaction's ``context_exhausted``)."""
 
-    @property
-    def body(self) -> Body:
-        """The node's body: ``module.name``."""
-        return _function(self.module, self.name)
-
 
 @dataclass(frozen=True)
-class Action:
+class Action(_Bodied):
     """An action the model may call besides the tools, handled by its own node."""
 
     name: str
@@ -62,11 +64,6 @@ class Action:
     """Its line in the prompt's list of actions (``<max_notes_chars>`` is filled per run)."""
     module: str
     """The node module whose function ``name`` handles it."""
-
-    @property
-    def body(self) -> Body:
-        """The action's node body: ``module.name``."""
-        return _function(self.module, self.name)
 
 
 @dataclass(frozen=True)

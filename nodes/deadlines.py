@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from reactgraph.tools.loopthread import LoopThread
+
 logger = logging.getLogger(__name__)
 
 MAX_ABANDONED = 8
@@ -68,34 +70,9 @@ class _DaemonThreads(concurrent.futures.Executor):
                 self._idle += 1
 
 
-class _LoopThread:
-    """One event loop on a daemon thread, started on first use: async-only tools called from
-    sync code run there, where a timeout can cancel them cleanly."""
-
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = threading.Lock()
-
-    def submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
-        with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                threading.Thread(
-                    target=self._serve, args=(self._loop,), name="reactgraph-async", daemon=True
-                ).start()
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-
-    @staticmethod
-    def _serve(loop: asyncio.AbstractEventLoop) -> None:
-        while True:
-            try:
-                loop.run_forever()
-            except BaseException as error:  # SystemExit from a tool stops the loop: go on
-                logger.warning("a tool raised %r on the background loop; it goes on", error)
-
-
 THREADS = _DaemonThreads()
-LOOP = _LoopThread()
+# Async-only tools called from sync code run here, where a timeout can cancel them cleanly.
+LOOP = LoopThread("reactgraph-async")
 _hanging: Counter[str] = Counter()
 _lock = threading.Lock()
 

@@ -7,14 +7,11 @@ import contextlib
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
-
 from reactgraph import VARIANTS
-from tests.langgraph_dev import LANGGRAPH, ROOT, free_port, stop
+from tests.langgraph_dev import LANGGRAPH, ROOT, free_port, serving
 
 CHAT_UI = Path(os.environ.get("REACTGRAPH_AGENT_CHAT_UI") or ROOT.parent / "shared/agent-chat-ui")
 CHROMIUM = os.environ.get("REACTGRAPH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -37,19 +34,6 @@ def missing() -> str | None:
     if not LANGGRAPH.exists():
         return "langgraph-cli is not installed"
     return None
-
-
-def wait_for_http(url: str, process: subprocess.Popen, log: Path, seconds: float) -> None:
-    deadline = time.time() + seconds
-    while True:
-        try:
-            if httpx.get(url, timeout=max(1.0, deadline - time.time())).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.time() > deadline:
-            raise RuntimeError(f"{url} did not answer:\n{log.read_text()[-4000:]}")
-        time.sleep(1)
 
 
 def prepared_copy() -> Path:
@@ -91,18 +75,8 @@ def chat_ui(folder: Path, api_url: str) -> Iterator[str]:
                 ["npm", "ci", "--no-audit", "--no-fund"], cwd=app, env=env, stdout=out, stderr=out
             ).check_returncode()
     port = free_port()
-    with open(log, "a") as out:
-        server = subprocess.Popen(
-            ["npx", "next", "dev", "-p", str(port), "-H", "127.0.0.1"],
-            cwd=app,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    command = ["npx", "next", "dev", "-p", str(port), "-H", "127.0.0.1"]
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/", server, log, COMPILE_S)  # the first request compiles the page
+    # The first request compiles the page.
+    with serving(command, app, env, log, f"{url}/", COMPILE_S):
         yield url
-    finally:
-        stop(server)

@@ -88,6 +88,15 @@ def openai_server() -> Any:
     server.close()
 
 
+@pytest.fixture
+def seed_server(openai_server: Any) -> Any:
+    """``openai_server`` answering every request as ``seed_responder`` does (48, in four turns)."""
+    from tests.fakes import seed_responder
+
+    openai_server.responder = seed_responder
+    return openai_server
+
+
 @pytest.fixture(scope="module")
 def http_server() -> Any:
     """The MCP test server over streamable HTTP, shared by the tests that leave it running."""
@@ -104,6 +113,15 @@ def own_http_server() -> Any:
     server = HttpServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database for the test: a new SQLite file and, as a second test, the PostgreSQL test
+    server (skipped where there is none)."""
+    from tests.test_persistence import database_at
+
+    return database_at(request.param, tmp_path)
 
 
 @pytest.fixture(params=["invoke", "ainvoke"])

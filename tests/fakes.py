@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import threading
 import time
@@ -12,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -106,6 +108,25 @@ def echo_question_reply(messages: Sequence[BaseMessage]) -> str:
 def echo_question_model() -> ScriptedChatModel:
     """A fresh model answering ``echo_question_reply`` (picklable, for worker processes)."""
     return ScriptedChatModel(replies=[echo_question_reply] * 1000)
+
+
+def scripted_recipe(
+    db: str | os.PathLike[str], model_factory: Callable[[], Any] = echo_question_model
+) -> Any:
+    """A worker's ``Recipe`` (``reactgraph.app.runner``) for the transcript variant on ``db``,
+    its model made by ``model_factory`` (module-level, so that it crosses into workers)."""
+    from reactgraph.app.runner import Recipe
+
+    return Recipe(
+        variant="transcript",
+        model="scripted",
+        base_url=None,
+        timeout=10.0,
+        corpus=None,
+        settings={"tool_timeout": 10.0},
+        db=str(db),
+        model_factory=model_factory,
+    )
 
 
 def fake_model(*replies: Reply, **options: Any) -> FakeChatModel:
@@ -324,6 +345,7 @@ class FakeOpenAIServer:
         self.active = 0
         self.max_active = 0
         self._lock = threading.Lock()
+        self._asked = threading.Event()  # set by the first request
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -349,6 +371,17 @@ class FakeOpenAIServer:
         self._http.shutdown()
         self._http.server_close()
 
+    def hold(self) -> threading.Event:
+        """Answer as ``seed_responder`` does, each request only once the gate returned is set (or
+        after a minute): a test holds a run mid-way, and lets it go."""
+        gate = threading.Event()
+        self.responder = lambda body: gate.wait(60) and seed_responder(body)
+        return gate
+
+    def wait_for_a_request(self, timeout: float = 60) -> bool:
+        """Wait until the server has had its first request; whether it has."""
+        return self._asked.wait(timeout)
+
     def _next(self, body: dict[str, Any]) -> Answer:
         with self._lock:
             reply = self.script.popleft() if self.script else self.responder
@@ -359,6 +392,7 @@ class FakeOpenAIServer:
     def _handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         with self._lock:
             self.requests.append(body)
+            self._asked.set()
             self.active += 1
             self.max_active = max(self.max_active, self.active)
         try:
@@ -523,6 +557,23 @@ class FakeOpenAIServer:
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(data)
+
+
+def demo_db(folder: Path) -> str:
+    """A SQLite database in ``folder`` holding one finished run, thread ``t1``: the offline demo's
+    question, scripted, with its run record (what ``threads`` and ``show`` read)."""
+    from reactgraph import build_graph
+    from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES
+    from reactgraph.storage.database import new_record, open_db
+    from reactgraph.tools import default_tools
+
+    db = str(folder / "runs.sqlite")
+    with open_db(db) as (saver, store):
+        model = ScriptedChatModel(replies=DEMO_REPLIES)
+        graph = build_graph("transcript", model=model, tools=default_tools(), checkpointer=saver)
+        graph.invoke({"question": DEMO_QUESTION}, {"configurable": {"thread_id": "t1"}})
+        new_record("t1", DEMO_QUESTION, "transcript", "scripted", None, None, {}).save(store)
+    return db
 
 
 def colour_graph() -> Any:

@@ -65,34 +65,43 @@ def langgraph_dev(
         "PYTHONPATH": str(ROOT),
         **(env or {}),
     }
-    log_path = workdir / "server.log"
-    log = open(log_path, "w")  # noqa: SIM115 - closed below
     command = [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port)]
-    server = subprocess.Popen(
-        [*command, "--config", str(workdir / "langgraph.json")],
-        cwd=workdir,
-        env=environment,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    command += ["--config", str(workdir / "langgraph.json")]
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.time() > deadline:
-                log.flush()
-                raise RuntimeError(f"langgraph dev did not start:\n{log_path.read_text()}")
-            time.sleep(0.3)
+    with serving(command, workdir, environment, workdir / "server.log", f"{url}/ok", 120):
         yield url
+
+
+@contextlib.contextmanager
+def serving(
+    command: list[str], cwd: Path, env: Mapping[str, str], log: Path, ready: str, seconds: float
+) -> Iterator[None]:
+    """``command`` running in ``cwd`` in a process group of its own, its output appended to
+    ``log``, once ``ready`` answers (within ``seconds``); stopped after the block."""
+    with open(log, "a") as out:
+        server = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        wait_for_http(ready, server, log, seconds)
+        yield
     finally:
         stop(server)
-        log.close()
+
+
+def wait_for_http(url: str, process: subprocess.Popen, log: Path, seconds: float) -> None:
+    """Until ``url`` answers 200; RuntimeError with the log's end if ``process`` ends first or
+    ``seconds`` pass."""
+    deadline = time.time() + seconds
+    while True:
+        try:
+            if httpx.get(url, timeout=max(1.0, deadline - time.time())).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.time() > deadline:
+            raise RuntimeError(f"{url} did not answer:\n{log.read_text()[-4000:]}")
+        time.sleep(0.3)
 
 
 def stop(server: subprocess.Popen) -> None:

@@ -4,25 +4,17 @@ file's torn lines and appends."""
 from __future__ import annotations
 
 import json
-import tracemalloc
 from pathlib import Path
 
 from reactgraph.app.batchfile import Question, read_questions
 from reactgraph.app.results import Results
+from tests.test_eval_inputs import traced_peak
 
 
 def test_a_huge_line_is_skipped_in_bounded_memory(tmp_path: Path) -> None:
-    path = tmp_path / "q.jsonl"
-    with path.open("wb") as out:
-        out.write(b'"first"\n')
-        out.write(b'{"question": "' + b"x" * 6_000_000 + b'"}\n')
-        out.write(b'{"question": "last"}')  # no final newline
-    tracemalloc.start()
-    try:
-        questions, problems = read_questions(str(path))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    path = tmp_path / "q.jsonl"  # a bare string, a huge line, one without its final newline
+    path.write_bytes(b'"first"\n{"question": "' + b"x" * 6_000_000 + b'"}\n{"question": "last"}')
+    (questions, problems), peak = traced_peak(lambda: read_questions(str(path)))
     assert [q.text for q in questions] == ["first", "last"]
     assert problems == [f"{path}:2: longer than 1,000,000 bytes; skipped"]
     assert peak < 3_000_000

@@ -13,6 +13,7 @@ import pytest
 from reactgraph import VARIANTS
 from tests.fakes import SEED, FakeOpenAIServer, seed_responder
 from tests.langgraph_dev import CHAT_GRAPHS, LANGGRAPH, langgraph_dev
+from tests.test_studio import chat_turns
 
 pytestmark = pytest.mark.slow
 
@@ -38,17 +39,6 @@ def client(server: str) -> Any:
 def context(openai_server: FakeOpenAIServer) -> dict[str, Any]:
     openai_server.responder = seed_responder
     return {"model_name": "gpt-4o-mini", "base_url": openai_server.url}
-
-
-def shapes(messages: list[dict]) -> list[str]:
-    """h (human), a+ (AI with a tool call), t (tool), a (AI)."""
-    out = []
-    for m in messages:
-        if m["type"] == "ai":
-            out.append("a+" if m.get("tool_calls") else "a")
-        else:
-            out.append({"human": "h", "tool": "t"}[m["type"]])
-    return out
 
 
 ONE_RUN = ["h", "a+", "t", "a+", "t", "a+", "t", "a"]
@@ -79,7 +69,7 @@ def test_every_message_form_is_a_question(
         )
         assert values["answer"] == "48", (form, values)
         assert values["question"] == QUESTION, form
-        assert shapes(values["messages"]) == ONE_RUN, (form, shapes(values["messages"]))
+        assert chat_turns(values["messages"]) == ONE_RUN, (form, chat_turns(values["messages"]))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -132,7 +122,7 @@ def test_values_show_each_tool_call_before_its_result_with_ids_that_merge(
             if chunk["type"].lower().startswith("ai"):
                 streamed[chunk["id"]] = streamed.get(chunk["id"], "") + str(chunk["content"])
     stored = client.threads.get_state(thread)["values"]["messages"]
-    assert shapes(stored) == ONE_RUN
+    assert chat_turns(stored) == ONE_RUN
     calls = [m for m in stored if m.get("tool_calls")]
     for message in calls:
         call_id = message["tool_calls"][0]["id"]
@@ -181,26 +171,26 @@ def test_forks_regenerate_edit_and_the_state_editor_keep_the_thread_readable(
         message = {"type": "human", "content": [{"type": "text", "text": question}]}
         client.runs.wait(thread, variant, input={"messages": [message]}, context=ctx)
     messages = readable(client, thread)["messages"]
-    assert shapes(messages) == ONE_RUN * 2
+    assert chat_turns(messages) == ONE_RUN * 2
     # Regenerate the last answer: a run with no input from its first-seen parent checkpoint.
     history = client.threads.get_history(thread, limit=100)
     parent = first_seen_parent(history, messages[-1]["id"])
     client.runs.wait(thread, variant, input=None, checkpoint=parent, context=ctx)
     values = readable(client, thread)
-    assert shapes(values["messages"]) == ONE_RUN * 2 and values["answer"] == "48"
+    assert chat_turns(values["messages"]) == ONE_RUN * 2 and values["answer"] == "48"
     # Edit the first question: a new human message from the thread's first checkpoint.
     history = client.threads.get_history(thread, limit=100)
     parent = first_seen_parent(history, messages[0]["id"])
     edited = {"type": "human", "content": [{"type": "text", "text": "How many years, edited?"}]}
     client.runs.wait(thread, variant, input={"messages": [edited]}, checkpoint=parent, context=ctx)
     values = readable(client, thread)
-    assert shapes(values["messages"]) == ONE_RUN, shapes(values["messages"])
+    assert chat_turns(values["messages"]) == ONE_RUN, chat_turns(values["messages"])
     assert values["question"] == "How many years, edited?" and values["answer"] == "48"
     # The state editor: the whole messages list back, one message changed.
     changed = [*values["messages"][:-1], {**values["messages"][-1], "content": "forty-eight"}]
     client.threads.update_state(thread, {"messages": changed})
     values = readable(client, thread)
-    assert shapes(values["messages"]) == ONE_RUN
+    assert chat_turns(values["messages"]) == ONE_RUN
     assert values["messages"][-1]["content"] == "forty-eight"
     # Studio's fork: the state editor at an earlier checkpoint, then a run from there.
     history = client.threads.get_history(thread, limit=100)
@@ -232,8 +222,8 @@ def test_a_thread_reads_after_the_periodic_full_copy(
         client.runs.wait(thread, "snapshots", input={"messages": [question]}, context=ctx)
         values = readable(client, thread)
         assert values["answer"] == "48"
-    assert shapes(values["messages"]) == ONE_RUN * 2
+    assert chat_turns(values["messages"]) == ONE_RUN * 2
     history = client.threads.get_history(thread, limit=100)
     parent = first_seen_parent(history, values["messages"][-1]["id"])
     client.runs.wait(thread, "snapshots", input=None, checkpoint=parent, context=ctx)
-    assert shapes(readable(client, thread)["messages"]) == ONE_RUN * 2
+    assert chat_turns(readable(client, thread)["messages"]) == ONE_RUN * 2

@@ -22,7 +22,7 @@ from reactgraph import build_graph
 from reactgraph.scripted import ScriptedChatModel
 from reactgraph.storage.database import aopen_db, open_db, thread_status
 from tests.fakes import ToolLog, action, answer, fake_model
-from tests.test_persistence import postgres_url
+from tests.test_persistence import database_at
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_THREADS = ROOT / "tests" / "data" / "old-threads.sqlite"
@@ -33,8 +33,7 @@ def saver_for(kind: str, tmp_path: Path) -> Iterator[Any]:
     if kind == "memory":
         yield InMemorySaver()
     else:
-        db = str(tmp_path / "runs.sqlite") if kind == "sqlite" else postgres_url()
-        with open_db(db) as (saver, _):
+        with open_db(database_at(kind, tmp_path)) as (saver, _):
             yield saver
 
 
@@ -43,8 +42,7 @@ async def asaver_for(kind: str, tmp_path: Path) -> AsyncIterator[Any]:
     if kind == "memory":
         yield InMemorySaver()
     else:
-        db = str(tmp_path / "runs.sqlite") if kind == "sqlite" else postgres_url()
-        async with aopen_db(db) as (saver, _):
+        async with aopen_db(database_at(kind, tmp_path)) as (saver, _):
             yield saver
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -36,13 +35,17 @@ def scratch() -> Path:
 
 
 def cli(
-    *args: str, env: dict | None = None, cwd: Path | None = None, **kwargs: object
+    *args: str,
+    env: dict | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+    **kwargs: object,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "reactgraph.app.cli", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env=environment(env),
         cwd=cwd or scratch(),
         **kwargs,
@@ -147,42 +150,6 @@ def test_ctrl_c_saves_the_run_and_resume_finishes_it(
     resume = cli("resume", "t2", "--db", db, env={"OPENAI_BASE_URL": openai_server.url})
     assert resume.returncode == 0, resume.stderr
     assert "Answer: 48" in resume.stdout
-
-
-def test_batch_writes_each_result_and_a_rerun_skips_what_is_done(
-    openai_server: FakeOpenAIServer, tmp_path: Path
-) -> None:
-    openai_server.responder = seed_responder
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text(
-        '{"question": "first", "id": "a"}\nnot json\n"second"\n'
-        '{"question": ""}\n{"question": "third", "id": "a"}\n'
-    )
-    results = tmp_path / "results.jsonl"
-    run = cli(
-        "batch",
-        str(questions),
-        "--out",
-        str(results),
-        "--concurrency",
-        "2",
-        "--base-url",
-        openai_server.url,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "questions.jsonl:2: not JSON" in run.stderr
-    assert "questions.jsonl:4:" in run.stderr and "questions.jsonl:5: duplicate id" in run.stderr
-    lines = [json.loads(line) for line in results.read_text().splitlines()]
-    assert sorted(line["id"] for line in lines) == ["a", "line-3"]
-    assert all(line["answer"] == "48" and line["status"] == "answered" for line in lines)
-    assert all(
-        line["turns"] == 4 and line["seconds"] > 0 and line["prompt_tokens"] > 0 for line in lines
-    )
-    calls = len(openai_server.requests)
-    rerun = cli("batch", str(questions), "--out", str(results), "--base-url", openai_server.url)
-    assert rerun.returncode == 0 and "2 question(s) already done" in rerun.stdout
-    assert len(openai_server.requests) == calls
-    assert len(results.read_text().splitlines()) == 2
 
 
 @pytest.mark.parametrize(

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.fakes import FakeOpenAIServer
 from tests.test_cli import cli, popen
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
@@ -31,10 +29,40 @@ def result_lines(results: Path) -> list[dict]:
     return [json.loads(line) for line in results.read_text("utf-8").splitlines() if line.strip()]
 
 
-def test_every_kind_of_bad_line_is_a_numbered_warning_and_the_rest_runs(
-    openai_server: FakeOpenAIServer, tmp_path: Path
+def rerun_runs_nothing(questions: Path, results: Path, server: FakeOpenAIServer, done: int) -> None:
+    """The batch again: it calls no model and says each of its ``done`` questions is done."""
+    calls = len(server.requests)
+    rerun = batch(questions, results, server)
+    assert rerun.returncode == 0 and f"{done} question(s) already done" in rerun.stdout
+    assert len(server.requests) == calls
+
+
+def test_batch_writes_each_result_and_a_rerun_skips_what_is_done(
+    seed_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    openai_server.responder = seed_responder
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        '{"question": "first", "id": "a"}\nnot json\n"second"\n'
+        '{"question": ""}\n{"question": "third", "id": "a"}\n'
+    )
+    results = tmp_path / "results.jsonl"
+    run = batch(questions, results, seed_server, "--concurrency", "2")
+    assert run.returncode == 0, run.stderr
+    assert "questions.jsonl:2: not JSON" in run.stderr
+    assert "questions.jsonl:4:" in run.stderr and "questions.jsonl:5: duplicate id" in run.stderr
+    lines = result_lines(results)
+    assert sorted(line["id"] for line in lines) == ["a", "line-3"]
+    assert all(line["answer"] == "48" and line["status"] == "answered" for line in lines)
+    assert all(
+        line["turns"] == 4 and line["seconds"] > 0 and line["prompt_tokens"] > 0 for line in lines
+    )
+    rerun_runs_nothing(questions, results, seed_server, done=2)
+    assert len(results.read_text().splitlines()) == 2
+
+
+def test_every_kind_of_bad_line_is_a_numbered_warning_and_the_rest_runs(
+    seed_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_bytes(
         b'{"question": "first", "id": "a"}\n'  # 1
@@ -47,7 +75,7 @@ def test_every_kind_of_bad_line_is_a_numbered_warning_and_the_rest_runs(
         b'{"question": "bad id", "id": [1]}\n'  # 8
     )
     results = tmp_path / "r.jsonl"
-    run = batch(questions, results, openai_server)
+    run = batch(questions, results, seed_server)
     assert run.returncode == 0, run.stderr
     warnings = run.stderr.strip().splitlines()
     assert all(line.startswith("reactgraph: warning: ") for line in warnings), warnings
@@ -72,9 +100,8 @@ def test_a_file_with_no_good_line_is_one_error_line(tmp_path: Path) -> None:
 
 
 def test_ids_are_kept_as_given_and_generated_ones_never_collide(
-    openai_server: FakeOpenAIServer, tmp_path: Path
+    seed_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    openai_server.responder = seed_responder
     questions = tmp_path / "q.jsonl"
     questions.write_text(
         '{"question": "int five", "id": 5}\n'
@@ -83,7 +110,7 @@ def test_ids_are_kept_as_given_and_generated_ones_never_collide(
         '{"question": "really line 4"}\n'
     )
     results = tmp_path / "r.jsonl"
-    run = batch(questions, results, openai_server)
+    run = batch(questions, results, seed_server)
     assert run.returncode == 0 and run.stderr == "", run.stderr
     by_question = {line["question"]: line["id"] for line in result_lines(results)}
     assert by_question == {
@@ -93,45 +120,38 @@ def test_ids_are_kept_as_given_and_generated_ones_never_collide(
         "really line 4": "line-4",
     }
     assert type(by_question["int five"]) is int
-    calls = len(openai_server.requests)
-    rerun = batch(questions, results, openai_server)
-    assert rerun.returncode == 0 and "4 question(s) already done" in rerun.stdout
-    assert len(openai_server.requests) == calls
+    rerun_runs_nothing(questions, results, seed_server, done=4)
 
 
 def test_a_torn_result_line_runs_again_and_never_spoils_the_next_line(
-    openai_server: FakeOpenAIServer, tmp_path: Path
+    seed_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    openai_server.responder = seed_responder
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"question": "one", "id": "a"}\n{"question": "two", "id": "b"}\n')
     results = tmp_path / "r.jsonl"
-    assert batch(questions, results, openai_server).returncode == 0
+    assert batch(questions, results, seed_server).returncode == 0
     lines = results.read_bytes().splitlines(keepends=True)
     torn = json.loads(lines[1])["id"]
     # A kill in the middle of writing the second result: half a line, no newline.
     results.write_bytes(lines[0] + lines[1][: len(lines[1]) // 2])
-    calls = len(openai_server.requests)
-    rerun = batch(questions, results, openai_server)
+    calls = len(seed_server.requests)
+    rerun = batch(questions, results, seed_server)
     assert rerun.returncode == 0, rerun.stderr
     assert "r.jsonl:2: a result line cut short" in rerun.stderr
     assert "reactgraph: warning:" in rerun.stderr and "error" not in rerun.stderr
     # Its run had finished in the database: its result is written again, not run again.
-    assert len(openai_server.requests) == calls
+    assert len(seed_server.requests) == calls
     text = results.read_text("utf-8").splitlines()
     assert len(text) == 3 and json.loads(text[2])["id"] == torn  # a line of its own
     complete = [json.loads(line) for line in text if line.endswith("}")]
     assert sorted(line["id"] for line in complete) == ["a", "b"]
-    third = batch(questions, results, openai_server)
-    assert third.returncode == 0 and "2 question(s) already done" in third.stdout
-    assert len(openai_server.requests) == calls
+    rerun_runs_nothing(questions, results, seed_server, done=2)
 
 
 def test_two_batches_on_one_results_file_run_each_question_once(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    gate = threading.Event()  # holds the first batch mid-run until the second has ended
-    openai_server.responder = lambda body: gate.wait(60) and seed_responder(body)
+    gate = openai_server.hold()  # holds the first batch mid-run until the second has ended
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"question": "only one", "id": "a"}\n')
     results = tmp_path / "r.jsonl"
@@ -139,9 +159,7 @@ def test_two_batches_on_one_results_file_run_each_question_once(
     first = popen(
         "batch", str(questions), "--out", str(results), "--base-url", openai_server.url, "--db", db
     )
-    deadline = time.time() + 60
-    while not openai_server.requests and time.time() < deadline:
-        time.sleep(0.05)
+    openai_server.wait_for_a_request()
     second = batch(questions, results, openai_server)
     gate.set()
     _, err = first.communicate(timeout=120)

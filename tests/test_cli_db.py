@@ -7,8 +7,6 @@ import os
 import shutil
 import stat
 import subprocess
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reactgraph.storage.database import new_record, open_db
-from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.fakes import FakeOpenAIServer
 from tests.test_cli import cli, one_line_error, popen
 from tests.test_persistence import postgres_url
 
@@ -146,15 +144,12 @@ def test_a_postgres_fault_during_a_run_keeps_the_resume_hint(
     name = f"rg-cli-{uuid.uuid4().hex[:8]}"
     db = f"{base}{'&' if '?' in base else '?'}application_name={name}"
     thread = f"pg-fault-{name}"
-    gate = threading.Event()
-    openai_server.responder = lambda body: gate.wait(60) and seed_responder(body)
+    gate = openai_server.hold()
     run = popen(
         "ask", "How many years?", "--base-url", openai_server.url, "--db", db, "--thread", thread
     )
     try:
-        deadline = time.time() + 60
-        while not openai_server.requests and time.time() < deadline:
-            time.sleep(0.05)
+        openai_server.wait_for_a_request()
         with psycopg.connect(base, autocommit=True) as admin:
             # Every connection of the run, as a server restart would: the run's own, and its
             # thread lock's (over which its checkpoints are written).

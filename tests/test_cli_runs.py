@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -40,14 +39,11 @@ def test_an_empty_question_is_one_line_and_leaves_no_thread(tmp_path: Path) -> N
 def test_a_second_ask_on_a_running_thread_loses_and_the_first_run_is_intact(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    gate = threading.Event()  # holds the first run mid-run until the others have ended
-    openai_server.responder = lambda body: gate.wait(60) and seed_responder(body)
+    gate = openai_server.hold()  # holds the first run mid-run until the others have ended
     db = tmp_path / "runs.sqlite"
     first = popen("ask", "the first question", *ask(openai_server, db, "--thread", "t1"))
     try:
-        deadline = time.time() + 60
-        while not openai_server.requests and time.time() < deadline:
-            time.sleep(0.05)
+        openai_server.wait_for_a_request()
         second = cli("ask", "the second question", *ask(openai_server, db, "--thread", "t1"))
         one_line_error(second, "thread t1 is running in another process")
         again = cli("resume", "t1", "--db", str(db), "--base-url", openai_server.url)

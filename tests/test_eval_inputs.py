@@ -7,8 +7,9 @@ import json
 import os
 import re
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -25,10 +26,23 @@ from reactgraph.app.eval.inputs import (
 from reactgraph.app.eval.score import normalize_answer
 from reactgraph.tools import LocalCorpus, calculator
 
+T = TypeVar("T")
+
 
 def write_lines(path: Path, *lines: str | bytes) -> Path:
     path.write_bytes(b"".join((x if isinstance(x, bytes) else x.encode()) + b"\n" for x in lines))
     return path
+
+
+def traced_peak(read: Callable[[], T]) -> tuple[T, int]:
+    """What ``read()`` returns, and the peak of the memory it allocated (bytes)."""
+    tracemalloc.start()
+    try:
+        result = read()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
 
 
 def test_good_lines_become_items(tmp_path: Path) -> None:
@@ -165,12 +179,7 @@ def test_a_huge_line_is_skipped_in_bounded_memory(tmp_path: Path) -> None:
         out.write(b'{"question": "first", "answer": "Ans"}\n')
         out.write(b'{"question": "' + b"x" * 8_000_000 + b'", "answer": "Ans"}\n')
         out.write(b'{"question": "last", "answer": "Ans"}')  # no final newline
-    tracemalloc.start()
-    try:
-        items, problems = read_jsonl(path, max_line_bytes=100_000)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    (items, problems), peak = traced_peak(lambda: read_jsonl(path, max_line_bytes=100_000))
     assert [item.question for item in items] == ["first", "last"]
     assert problems == [Problem(2, "longer than 100,000 bytes")]
     assert peak < 2_000_000

@@ -13,33 +13,19 @@ import pytest
 
 from reactgraph.app.eval import read_hotpotqa, summarize
 from reactgraph.app.eval.run import read_results, run_eval
-from reactgraph.app.runner import Recipe
-from tests.fakes import FakeOpenAIServer, colour_model, colour_reply
+from tests.fakes import FakeOpenAIServer, colour_model, colour_reply, scripted_recipe
 from tests.test_cli import cli, one_line_error, popen
 
 ROOT = Path(__file__).resolve().parents[1]
 HOTPOT = ROOT / "tests" / "data" / "hotpot_mini.json"
 
 
-def recipe(tmp_path: Path, **changes: object) -> Recipe:
-    base = {
-        "variant": "transcript",
-        "model": "scripted",
-        "base_url": None,
-        "timeout": 10.0,
-        "corpus": None,
-        "settings": {"tool_timeout": 10.0},
-        "db": str(tmp_path / "runs.sqlite"),
-        "model_factory": colour_model,
-    }
-    return Recipe(**{**base, **changes})  # type: ignore[arg-type]
-
-
 def test_hotpotqa_questions_search_only_their_own_paragraphs(tmp_path: Path) -> None:
     items, problems = read_hotpotqa(HOTPOT)
     assert len(items) == 3 and len(problems) == 1
     variants = ["transcript", "notes"]
-    lines = list(run_eval(recipe(tmp_path), items, variants, tmp_path / "out", workers=1))
+    recipe = scripted_recipe(tmp_path / "runs.sqlite", colour_model)
+    lines = list(run_eval(recipe, items, variants, tmp_path / "out", workers=1))
     assert len(lines) == 6
     by = {(line["id"], line["variant"]): line for line in lines}
     for variant in variants:
@@ -54,7 +40,8 @@ def test_hotpotqa_questions_search_only_their_own_paragraphs(tmp_path: Path) -> 
 
 def test_the_summary_adds_up_to_the_result_lines(tmp_path: Path) -> None:
     items, _ = read_hotpotqa(HOTPOT)
-    lines = list(run_eval(recipe(tmp_path), items, ["transcript"], tmp_path / "out", workers=1))
+    recipe = scripted_recipe(tmp_path / "runs.sqlite", colour_model)
+    lines = list(run_eval(recipe, items, ["transcript"], tmp_path / "out", workers=1))
     (row,) = summarize(lines)
     assert row.n == 3 and row.em == sum(line["em"] for line in lines) / 3
     assert row.prompt_tokens == sum(line["prompt_tokens"] for line in lines)

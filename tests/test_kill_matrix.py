@@ -21,7 +21,6 @@ import pytest
 
 from reactgraph.app.cli import main
 from reactgraph.storage.database import new_record, open_db
-from tests.test_persistence import postgres_url
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,11 +164,9 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_a_kill_after_any_stored_write_resumes_to_the_same_end(
-    kind: str, mode: str, tmp_path: Path
+    db: str, mode: str, tmp_path: Path
 ) -> None:
-    db = str(tmp_path / "runs.sqlite") if kind == "sqlite" else postgres_url()
     prefix = f"kill{time.time_ns()}-"
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, db, mode, str(tmp_path), prefix],

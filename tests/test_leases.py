@@ -17,10 +17,10 @@ import psycopg
 import pytest
 
 from reactgraph.app.pool import Job
-from reactgraph.app.runner import Recipe, open_runner
+from reactgraph.app.runner import open_runner
 from reactgraph.storage.database import open_db
 from reactgraph.storage.locks import Lease
-from tests.fakes import SEED, FakeOpenAIServer, echo_question_model, seed_responder
+from tests.fakes import SEED, FakeOpenAIServer, scripted_recipe, seed_responder
 from tests.test_cli import cli, popen
 from tests.test_persistence import postgres_url
 
@@ -132,22 +132,9 @@ def _fault() -> Any:
     return Fault(400, "no more replies")
 
 
-def worker_recipe(db: str) -> Recipe:
-    return Recipe(
-        variant="transcript",
-        model="scripted",
-        base_url=None,
-        timeout=10.0,
-        corpus=None,
-        settings={"tool_timeout": 10.0},
-        db=db,
-        model_factory=echo_question_model,
-    )
-
-
 def run_jobs(db: str, *jobs: Job) -> list[dict[str, Any]]:
     async def main() -> list[dict[str, Any]]:
-        async with open_runner(worker_recipe(db)) as run:
+        async with open_runner(scripted_recipe(db)) as run:
             return list(await asyncio.gather(*(run(job) for job in jobs)))
 
     return asyncio.run(main())

@@ -13,6 +13,7 @@ pytest.importorskip("langchain_mcp_adapters")
 from tests.fakes import FakeOpenAIServer
 from tests.mcp_servers import shared_http_server, stdio
 from tests.test_cli import cli, one_line_error
+from tests.test_cli_batch import batch, result_lines
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
 pytestmark = pytest.mark.slow
@@ -62,25 +63,12 @@ def test_ask_with_stdio_and_http_mcp_tools_only(
 
 def test_batch_takes_mcp_servers_too(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
     openai_server.responder = responder
-    questions = tmp_path / "q.jsonl"
+    questions, results = tmp_path / "q.jsonl", tmp_path / "r.jsonl"
     questions.write_text('"one"\n"two"\n')
-    run = cli(
-        "batch",
-        str(questions),
-        "--out",
-        str(tmp_path / "r.jsonl"),
-        "--mcp",
-        str(servers_file(tmp_path)),
-        "--workers",
-        "1",
-        "--base-url",
-        openai_server.url,
-        "--db",
-        str(tmp_path / "runs.sqlite"),
-    )
+    servers = str(servers_file(tmp_path))
+    run = batch(questions, results, openai_server, "--mcp", servers, "--workers", "1")
     assert run.returncode == 0, run.stderr
-    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
-    assert [line["answer"] for line in lines] == ["HELLO 5"] * 2
+    assert [line["answer"] for line in result_lines(results)] == ["HELLO 5"] * 2
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,17 @@ def observations(out: dict[str, Any]) -> list[str | None]:
     return [turn["observation"] for turn in out["turns"]]
 
 
+def run_past_a_slow_call(agent: ReactGraph, run: Runner) -> dict[str, Any]:
+    """The run of a graph whose first action is ``slow[120]``: it ends, answered, far below the
+    120 s the call would take, its first turn cut at the tool timeout."""
+    started = time.perf_counter()
+    out = run(agent, {"question": "q"})
+    assert time.perf_counter() - started < 60
+    assert out["turns"][0]["tool_latency_s"] < 60
+    assert out["status"] == "answered"
+    return out
+
+
 def test_one_and_multi_argument_tools_answer_with_their_text(
     toolset: dict[str, BaseTool], run: Runner
 ) -> None:
@@ -137,12 +148,8 @@ def test_the_tool_timeout_holds_and_the_run_goes_on(
         answer("ok"),
         tool_timeout=1,
     )
-    started = time.perf_counter()
-    out = run(agent, {"question": "q"})
-    assert time.perf_counter() - started < 60  # far below the 120 s the call would take
-    assert out["turns"][0]["tool_latency_s"] < 60
+    out = run_past_a_slow_call(agent, run)
     assert observations(out) == [prompts.TOOL_TIMEOUT.format(name="slow", seconds=1), "2", None]
-    assert out["status"] == "answered"
 
 
 def test_the_tool_timeout_holds_for_a_call_that_starts_its_stdio_server(
@@ -154,12 +161,8 @@ def test_the_tool_timeout_holds_for_a_call_that_starts_its_stdio_server(
     ``invoke`` it is abandoned on its worker thread and ends at call_timeout. Either way the
     server goes (``per_call_stdio`` checks at the end of the module)."""
     agent, _ = graph(per_call_stdio, action("slow", "120"), answer("ok"), tool_timeout=2)
-    started = time.perf_counter()
-    out = run(agent, {"question": "q"})
-    assert time.perf_counter() - started < 60  # far below the 120 s the call would take
-    assert out["turns"][0]["tool_latency_s"] < 60
+    out = run_past_a_slow_call(agent, run)
     assert observations(out) == [prompts.TOOL_TIMEOUT.format(name="slow", seconds=2), None]
-    assert out["status"] == "answered"
 
 
 @pytest.mark.parametrize("style", ["per_call_stdio", "kept_stdio"])

@@ -209,6 +209,11 @@ def test_two_workers_never_hold_the_same_thread(tmp_path: Path) -> None:
 # --- PostgreSQL: the scale-out path ----------------------------------------------------------
 
 
+def database_at(kind: str, folder: Path) -> str:
+    """A new SQLite file in ``folder`` (``kind`` "sqlite"), else the PostgreSQL test server."""
+    return str(folder / "runs.sqlite") if kind == "sqlite" else postgres_url()
+
+
 def postgres_url() -> str:
     """The test server: REACTGRAPH_TEST_POSTGRES_URL, else this project's local one."""
     url = os.environ.get(

@@ -14,15 +14,10 @@ from reactgraph.nodes.providers import ModelCallError
 from reactgraph.storage.database import open_db, thread_status
 from reactgraph.storage.pruning import NotFinished, prune_thread
 from tests.fakes import ToolLog, action, answer, fake_model, three_turn_model
-from tests.test_persistence import postgres_url
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("variant", ["transcript", "notes_compaction"])
-def test_a_pruned_thread_reads_the_same_and_takes_a_new_run(
-    kind: str, variant: str, tmp_path: Path
-) -> None:
-    db = str(tmp_path / "runs.sqlite") if kind == "sqlite" else postgres_url()
+def test_a_pruned_thread_reads_the_same_and_takes_a_new_run(db: str, variant: str) -> None:
     thread = f"prune-{variant}-{time.time_ns()}"
     config = {"configurable": {"thread_id": thread}}
     extra = {"context_window": 100_000} if variant == "notes_compaction" else {}
@@ -99,14 +94,10 @@ def _finished_thread(db: str, thread: str) -> tuple[object, dict]:
         return graph, graph.invoke({"question": "q"}, {"configurable": {"thread_id": thread}})
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("order", ["first-snapshot-deletes-first", "last-snapshot-deletes-first"])
-def test_two_prunes_of_one_thread_at_once_keep_its_final_state(
-    kind: str, order: str, tmp_path: Path
-) -> None:
+def test_two_prunes_of_one_thread_at_once_keep_its_final_state(db: str, order: str) -> None:
     from reactgraph.storage.pruning import _delete_older, _snapshot
 
-    db = str(tmp_path / "runs.sqlite") if kind == "sqlite" else postgres_url()
     thread = f"twice-{time.time_ns()}"
     config = {"configurable": {"thread_id": thread}}
     _, before = _finished_thread(db, thread)

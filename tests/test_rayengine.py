@@ -9,8 +9,6 @@ import logging
 import os
 import re
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -28,8 +26,8 @@ from reactgraph.app.engines import Flight, run_jobs
 from reactgraph.app.eval import run as eval_run
 from reactgraph.app.pool import Job
 from reactgraph.app.runner import Recipe
+from tests import test_cli
 from tests.fakes import FakeOpenAIServer, Gate, echo_runner, seed_responder
-from tests.test_cli import environment
 from tests.test_eval_stream import Made, eval_items
 from tests.test_eval_stream import recipe as eval_recipe
 from tests.test_persistence import postgres_url
@@ -67,14 +65,7 @@ def without_timings(lines: list[dict[str, Any]], *drop: str) -> list[dict[str, A
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The command line in a subprocess; Ray's start-up on a busy machine takes a while."""
-    return subprocess.run(
-        [sys.executable, "-m", "reactgraph.app.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=environment(env),
-        cwd=tempfile.mkdtemp(prefix="reactgraph-ray-"),
-    )
+    return test_cli.cli(*args, env=env, timeout=600)
 
 
 def ray_processes() -> list[str]:

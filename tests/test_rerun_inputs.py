@@ -12,25 +12,11 @@ import pytest
 from reactgraph.app.batchfile import read_questions, run_file
 from reactgraph.app.eval import read_hotpotqa, read_jsonl
 from reactgraph.app.eval.run import run_eval
-from reactgraph.app.runner import Recipe
 from reactgraph.nodes.storable import REPLACEMENT
-from tests.fakes import echo_question_model
+from tests.fakes import scripted_recipe as recipe
 
 # Worker processes: `make test` runs these, `make test-quick` leaves them out.
 pytestmark = pytest.mark.slow
-
-
-def recipe(db: Path) -> Recipe:
-    return Recipe(
-        variant="transcript",
-        model="scripted",
-        base_url=None,
-        timeout=10.0,
-        corpus=None,
-        settings={"tool_timeout": 10.0},
-        db=str(db),
-        model_factory=echo_question_model,
-    )
 
 
 def lines_of(path: Path) -> list[dict]:

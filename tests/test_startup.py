@@ -80,17 +80,9 @@ def test_the_parser_and_the_registry_import_no_langgraph() -> None:
 
 
 def test_threads_and_show_import_only_what_reading_needs(tmp_path: Path) -> None:
-    from reactgraph import build_graph
-    from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
-    from reactgraph.storage.database import new_record, open_db
-    from reactgraph.tools import default_tools
+    from tests.fakes import demo_db
 
-    db = str(tmp_path / "runs.sqlite")
-    with open_db(db) as (saver, store):
-        model = ScriptedChatModel(replies=DEMO_REPLIES)
-        graph = build_graph("transcript", model=model, tools=default_tools(), checkpointer=saver)
-        graph.invoke({"question": DEMO_QUESTION}, {"configurable": {"thread_id": "t1"}})
-        new_record("t1", DEMO_QUESTION, "transcript", "scripted", None, None, {}).save(store)
+    db = demo_db(tmp_path)
     loaded = modules_after(["threads", "--db", db], ["show", "t1", "--db", db], cwd=tmp_path)
     assert "reactgraph.app.viewing" in loaded and "langgraph" in tops(loaded)
     assert not {m for m in NOT_FOR_READING if m in loaded or m in tops(loaded)}

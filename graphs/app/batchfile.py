@@ -20,15 +20,9 @@ from typing import Any, Literal
 
 from reactgraph.app import console as out
 from reactgraph.app.engines import Engine, Flight, run_jobs
-from reactgraph.app.jsonl import (
-    MAX_LINE_BYTES,
-    BadLine,
-    Skip,
-    line_id,
-    read_jsonl_lines,
-    refuse_unstorable,
-)
+from reactgraph.app.jsonl import MAX_LINE_BYTES, BadLine
 from reactgraph.app.pool import Job
+from reactgraph.app.questions import line_id, question_lines, question_text
 from reactgraph.app.results import Results, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
 
@@ -59,13 +53,8 @@ ANSWERS = keyed_by("question")
 
 
 def _question(value: Any, number: int) -> Question:
-    if isinstance(value, BadLine):
-        raise Skip(value.reason)
     entry = {"question": value} if isinstance(value, str) else value
-    text = entry.get("question") if isinstance(entry, dict) else None
-    if not isinstance(text, str) or not text.strip():
-        raise Skip('needs a non-empty "question" string')
-    refuse_unstorable("question", text)
+    text = question_text(entry)
     given = entry.get("id", f"line-{number}")
     return Question(number, line_id(entry, number), given, text)
 
@@ -87,17 +76,8 @@ def read_questions(
 
 def each_question(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Question | str]:
     """``read_questions`` one line at a time: each good question, or a bad line's problem."""
-    seen: set[str] = set()
-    for number, value in read_jsonl_lines(path, max_line_bytes):
-        try:
-            question = _question(value, number)
-            if question.key in seen:
-                raise Skip(f"duplicate id {question.key}")
-        except Skip as skip:
-            yield f"{path}:{number}: {skip}; skipped"
-            continue
-        seen.add(question.key)
-        yield question
+    for number, item in question_lines(path, _question, lambda q: q.key, max_line_bytes):
+        yield f"{path}:{number}: {item.reason}; skipped" if isinstance(item, BadLine) else item
 
 
 def thread_prefix(questions_path: str, variant: str) -> str:

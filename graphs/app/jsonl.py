@@ -1,6 +1,7 @@
 """Reading JSONL files a person wrote, line by line: the one reader behind ``reactgraph batch``
 (questions, and its own results file) and ``reactgraph eval``. A bad line is a ``BadLine``, never
-an exception; only a file that cannot be read at all raises."""
+an exception; only a file that cannot be read at all raises. What a question line must hold is
+``reactgraph.app.questions``."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
-
-from reactgraph.nodes.storable import unstorable
 
 MAX_LINE_BYTES = 1_000_000
 _DRAIN_BYTES = 1 << 16
@@ -47,28 +46,6 @@ def _ambiguous(text: str) -> bool:
     except (ValueError, RecursionError):
         return _GENERATED_ID.fullmatch(text) is not None
     return True
-
-
-def line_id(entry: dict[str, Any], number: int) -> str:
-    """The id of a JSON-object line as ``id_text``, or ``line-N`` when it has none."""
-    if "id" not in entry:
-        return f"line-{number}"
-    given = entry["id"]
-    if isinstance(given, bool) or not isinstance(given, str | int | float):
-        raise Skip('"id" must be a string or a number')
-    if isinstance(given, str) and not given.strip():
-        raise Skip('"id" must not be empty')
-    if isinstance(given, str):
-        refuse_unstorable("id", given)
-    return id_text(given)
-
-
-def refuse_unstorable(field: str, text: str) -> None:
-    """``Skip`` when ``text`` holds a character no database or results file can store (a NUL, a
-    lone surrogate from a ``\\ud800`` escape): the line is skipped, never half run."""
-    problem = unstorable(text)
-    if problem is not None:
-        raise Skip(f"the {field} cannot be stored: it holds a {problem}")
 
 
 def json_error(error: Exception) -> str:

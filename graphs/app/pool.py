@@ -14,18 +14,19 @@ everything runs in this process.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import multiprocessing
 import os
 import queue
-import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from multiprocessing import connection
 from typing import Any
 
 from reactgraph.app import interrupts
+from reactgraph.tools.loopthread import LoopThread
 
 _POLL_S = 0.2
 
@@ -95,6 +96,13 @@ def _worker(open_runner: OpenRunner, jobs: Any, results: Any, slots: int) -> Non
         asyncio.run(_serve(open_runner, take, results.send, slots))
 
 
+def check_counts(**counts: int) -> None:
+    """ValueError unless each count (``workers``, ``concurrency``) is a whole number >= 1."""
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
 def job_count(jobs: Iterable[Job], total: int | None) -> int | None:
     """How many ``jobs`` there are: a collection's length, else ``total`` (None: unknown)."""
     return len(jobs) if isinstance(jobs, Sized) else total
@@ -116,9 +124,7 @@ def run_parallel(
     total = job_count(jobs, total)
     if workers is None:
         workers = default_workers(total) if total is not None else os.cpu_count() or 1
-    for name, value in (("workers", workers), ("concurrency", concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    check_counts(workers=workers, concurrency=concurrency)
     source = iter(jobs)
     first = next(source, None)
     if first is None:
@@ -179,65 +185,32 @@ def _in_process(open_runner: OpenRunner, jobs: Iterator[Job], slots: int) -> Ite
     source rather than piling up results. Leaving early (Ctrl-C, or the caller stops reading)
     cancels the runs in flight."""
     results: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-    loop = asyncio.new_event_loop()
-    closing = False  # read and written on the loop's thread only
     unread = asyncio.Semaphore(slots)  # jobs taken whose results the caller has not read
 
     async def take() -> Job | None:
         await unread.acquire()
         return next(jobs, None)
 
-    def cancel_runs() -> None:
-        # Only the runs: once the loop is closing, its own clean-up (the model client's pool
-        # closed by its async generator) must not be cancelled, or it ends in a traceback.
-        if not closing:
-            for task in asyncio.all_tasks(loop):
-                task.cancel()
+    def ended(serving: concurrent.futures.Future[None]) -> None:
+        error = None if serving.cancelled() else serving.exception()
+        results.put(("end", None) if error is None else ("error", error))  # the reader raises it
 
-    def serve() -> None:
-        nonlocal closing
-        try:
-            loop.run_until_complete(_serve(open_runner, take, results.put, slots))
-            results.put(("end", None))
-        except BaseException as error:  # handed to the reader, who raises it
-            results.put(("error", error))
-        finally:
-            closing = True
-            _close(loop)
-
-    thread = threading.Thread(target=serve, name="reactgraph-runs", daemon=True)
-    thread.start()
+    loop = LoopThread("reactgraph-runs")
+    loop.submit(_serve(open_runner, take, results.put, slots)).add_done_callback(ended)
     try:
         while True:
             kind, item = results.get()
             if kind == "done":
                 yield item
-                with contextlib.suppress(RuntimeError):  # the loop closed: nothing to take
-                    loop.call_soon_threadsafe(unread.release)
+                loop.call_soon(unread.release)  # the next job may be taken
             elif kind == "error":
                 raise item
             elif kind == "end":
                 return
     finally:
-        # The loop may close between these two lines (the runs ended): nothing is left to cancel.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(cancel_runs)
-        thread.join(30)
-
-
-def _close(loop: asyncio.AbstractEventLoop) -> None:
-    """What ``asyncio.run`` does after its coroutine: cancel what is left and wait for it,
-    close the async generators, then the loop."""
-    try:
-        left = asyncio.all_tasks(loop)
-        for task in left:
-            task.cancel()
-        if left:
-            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.run_until_complete(loop.shutdown_default_executor())
-    finally:
-        loop.close()
+        # The runs still in flight are cancelled; the loop's own clean-up (the model client's
+        # pool closed by its async generator) runs after, never cancelled.
+        loop.stop(30)
 
 
 def _collect(channels: dict[Any, _Channel], jobs: Iterator[Job]) -> Iterator[dict]:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from reactgraph.app.pool import Job, OpenRunner, failed, job_count
+from reactgraph.app.pool import Job, OpenRunner, check_counts, failed, job_count
 from reactgraph.app.rayactors import check_shared, cluster_workers, connected, spawn, stop
 
 logger = logging.getLogger(__name__)
@@ -80,9 +80,7 @@ def run_ray(
     jobs when known: their length, or ``total``), ``concurrency`` in flight in all; yield each
     result as its run ends. ``db`` is where the runner keeps its runs, checked against the
     cluster; ``flight.running`` is kept at the number of jobs in flight, for a progress bar."""
-    for name, value in (("workers", workers or 1), ("concurrency", concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    check_counts(workers=workers or 1, concurrency=concurrency)
     source = iter(jobs)
     first = next(source, None)
     if first is None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from reactgraph.tools.loopthread import LoopThread
 from reactgraph.tools.mcp.errors import describe, leaf, one_line
 
 __all__ = ["Expired", "bounded", "cancelling", "check_positive", "run_sync", "within"]
@@ -27,20 +27,8 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(_awaited(make))
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(_awaited(make))
-        except BaseException as exc:  # re-raised on the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="mcp-sync", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    with LoopThread("mcp-sync") as loop:
+        return loop.submit(_awaited(make)).result()
 
 
 async def _awaited(make: Callable[[], Awaitable[T]]) -> T:

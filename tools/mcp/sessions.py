@@ -7,12 +7,12 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import threading
-from collections.abc import Awaitable, Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from langchain_core.tools import BaseTool
 
+from reactgraph.tools.loopthread import LoopThread
 from reactgraph.tools.mcp.config import normalize_servers, origin_of, server_label, where
 from reactgraph.tools.mcp.errors import MCPConnectionError
 from reactgraph.tools.mcp.held import Held
@@ -52,9 +52,7 @@ class MCPSessions:
         origin = origin_of(servers)
         connections = normalize_servers(servers)
         self._timeout = timeout
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp", daemon=True)
-        self._thread.start()
+        self._loop = LoopThread("mcp").start()
         self._held = {
             name: Held(name, connection, prefix, server_label(origin, name, connection))
             for name, connection in connections.items()
@@ -77,8 +75,8 @@ class MCPSessions:
             for name, tool, mended in pairs
         ]
 
-    def _submit(self, coroutine: Awaitable[T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)  # type: ignore[arg-type]
+    def _submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return self._loop.submit(coroutine)
 
     async def _open_all(self) -> list[list[BaseTool]]:
         results = await asyncio.gather(
@@ -93,7 +91,7 @@ class MCPSessions:
         """A coroutine function that runs the tool ``name`` on the held session's loop."""
 
         async def call(**arguments: Any) -> Any:
-            if self._loop.is_closed():
+            if self._loop.stopped:
                 raise MCPConnectionError(f"MCP server {held.name!r}: its sessions are closed")
             future = self._submit(held.call(name, self._timeout, arguments))
             return await asyncio.wrap_future(future)
@@ -102,19 +100,15 @@ class MCPSessions:
 
     def close(self) -> None:
         """End every session (and the servers a stdio session started). Idempotent."""
-        if self._loop.is_closed():
+        if self._loop.stopped:
             return
-        if self._thread.is_alive():
 
-            async def close_all() -> None:
-                await asyncio.gather(*(held.close() for held in self._held.values()))
+        async def close_all() -> None:
+            await asyncio.gather(*(held.close() for held in self._held.values()))
 
-            with contextlib.suppress(Exception):  # closing is best effort
-                self._submit(close_all()).result(30)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-        if not self._thread.is_alive():
-            self._loop.close()
+        with contextlib.suppress(Exception):  # closing is best effort
+            self._submit(close_all()).result(30)
+        self._loop.stop(10)  # what is left is cancelled
 
     def __enter__(self) -> list[BaseTool]:
         return self.tools

@@ -5,23 +5,22 @@ skipped; only a file that cannot be read at all raises."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from reactgraph.app.eval.score import normalize_answer
-from reactgraph.app.jsonl import (
-    MAX_LINE_BYTES,
-    BadLine,
-    json_error,
-    line_id,
-    read_jsonl_lines,
-    reading,
-    refuse_unstorable,
-)
+from reactgraph.app.jsonl import MAX_LINE_BYTES, BadLine, json_error, reading
 from reactgraph.app.jsonl import Skip as _Skip
 from reactgraph.app.jsonl import id_text as id_text  # part of this module's interface
+from reactgraph.app.questions import (
+    first_of_each,
+    line_id,
+    question_lines,
+    question_text,
+    refuse_unstorable,
+)
 from reactgraph.nodes.storable import storable
 
 BUNDLED_QUESTIONS = Path(__file__).with_name("bundled.jsonl")
@@ -68,11 +67,7 @@ def _golds(value: Any) -> tuple[str, ...]:
 def _question(entry: Any) -> str:
     if not isinstance(entry, dict):
         raise _Skip(f"not a JSON object (got {'null' if entry is None else type(entry).__name__})")
-    question = entry.get("question")
-    if not isinstance(question, str) or not question.strip():
-        raise _Skip('needs a non-empty "question" string')
-    refuse_unstorable("question", question)
-    return question.strip()
+    return question_text(entry).strip()
 
 
 def _jsonl_item(value: Any, number: int) -> Item:
@@ -88,21 +83,23 @@ def read_jsonl(
     ``{"id"?, "question", "answer"}``, the answer a string or a non-empty list of strings; a line
     without an id gets ``line-N`` (see ``id_text``). Of two lines with one id, the first counts.
     The file streams, so a huge line costs at most ``max_line_bytes`` of memory."""
+    return _split(question_lines(path, _jsonl_item, _id, max_line_bytes), "line")
+
+
+def _id(item: Item) -> str:
+    return item.id
+
+
+def _split(
+    entries: Iterable[tuple[int, Item | BadLine]], unit: Literal["line", "index"]
+) -> tuple[list[Item], list[Problem]]:
     items: list[Item] = []
     problems: list[Problem] = []
-    seen: set[str] = set()
-    for number, value in read_jsonl_lines(path, max_line_bytes):
-        try:
-            if isinstance(value, BadLine):
-                raise _Skip(value.reason)
-            item = _jsonl_item(value, number)
-            if item.id in seen:
-                raise _Skip(f"duplicate id {item.id}")
-        except _Skip as skip:
-            problems.append(Problem(number, str(skip)))
-            continue
-        seen.add(item.id)
-        items.append(item)
+    for number, item in entries:
+        if isinstance(item, BadLine):
+            problems.append(Problem(number, item.reason, unit))
+        else:
+            items.append(item)
     return items, problems
 
 
@@ -130,7 +127,7 @@ def _pages(context: Any) -> dict[str, tuple[str, ...]]:
     return pages
 
 
-def _hotpot_item(entry: Any) -> Item:
+def _hotpot_item(entry: Any, _index: int) -> Item:
     question = _question(entry)
     key = entry.get("_id")
     if not isinstance(key, str) or not key.strip():
@@ -155,20 +152,7 @@ def read_hotpotqa(path: str | Path) -> tuple[list[Item], list[Problem]]:
     del raw  # free the bytes before the items are built
     if not isinstance(data, list):
         raise ValueError(f"{path}: not a HotpotQA file (expected a JSON list of questions)")
-    items: list[Item] = []
-    problems: list[Problem] = []
-    seen: set[str] = set()
-    for index, entry in enumerate(data):
-        try:
-            item = _hotpot_item(entry)
-            if item.id in seen:
-                raise _Skip(f"duplicate _id {item.id}")
-        except _Skip as skip:
-            problems.append(Problem(index, str(skip), "index"))
-            continue
-        seen.add(item.id)
-        items.append(item)
-    return items, problems
+    return _split(first_of_each(enumerate(data), _hotpot_item, _id, name="_id"), "index")
 
 
 def read_questions(path: str | Path, fmt: Format = "jsonl") -> tuple[list[Item], list[Problem]]:
