@@ -13,7 +13,14 @@ import pytest
 
 from reactgraph.app.eval import read_hotpotqa, summarize
 from reactgraph.app.eval.run import read_results, run_eval
-from tests.fakes import FakeOpenAIServer, colour_model, colour_reply, scripted_recipe
+from tests.fakes import (
+    FakeOpenAIServer,
+    Fault,
+    colour_model,
+    colour_reply,
+    scripted_recipe,
+    seed_responder,
+)
 from tests.test_cli import cli, one_line_error, popen
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,3 +180,34 @@ def test_the_bundled_set_runs_with_three_variants_and_writes_three_files(
     assert {p.name for p in out.iterdir()} >= {"results.jsonl", "summary.md", "summary.png"}
     assert len(read_results(out)) == 12
     assert json.loads((out / "results.jsonl").read_text().splitlines()[0])["gold"]
+
+
+def test_a_failed_pair_is_one_line_and_a_rerun_that_retries_it_exits_0(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """Exit 1 says a pair ended in an error, and one line on stderr says how many and why; the
+    pair's last line counts, so once a re-run has answered it the eval exits 0 (its old error
+    line stays in the results file)."""
+    broken = {"on": True}
+
+    def responder(body: dict) -> object:
+        asked = str(body["messages"][0]["content"])
+        return Fault(500, "down for q1") if broken["on"] and "q1" in asked else seed_responder(body)
+
+    openai_server.responder = responder  # type: ignore[assignment]
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        "".join(json.dumps({"id": i, "question": f"q{i}", "answer": "48"}) + "\n" for i in (0, 1))
+    )
+    args = ["eval", str(questions), "--out", str(tmp_path / "out"), "--variants", "transcript"]
+    args += ["--base-url", openai_server.url, "--workers", "1", "--model-retries", "0"]
+    first = cli(*args)
+    assert first.returncode == 1, first.stderr
+    lines = first.stderr.strip().splitlines()
+    assert len(lines) == 1 and "1 of 2 pair(s) ended in an error" in lines[0], lines
+    assert "run the same command again" in lines[0]
+    broken["on"] = False
+    again = cli(*args)
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    shown = [(line["id"], bool(line.get("error"))) for line in read_results(tmp_path / "out")]
+    assert sorted(shown) == [("0", False), ("1", False), ("1", True)]

@@ -232,7 +232,8 @@ def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
     assert kept < 4
     gate.release()
     again = cli(*args)
-    assert again.returncode == 0, (again.stderr, results(lines))
+    shown = [(line["id"], line.get("status"), line.get("error")) for line in results(lines)]
+    assert again.returncode == 0, (again.stderr, shown)
     assert "Traceback" not in again.stderr
     ids = sorted(str(line["id"]) for line in results(lines))
     assert ids == ["0", "1", "2", "3"]  # each question once: none lost, none run twice

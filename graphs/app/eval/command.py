@@ -6,7 +6,6 @@ import argparse
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from reactgraph.app import console as out
 from reactgraph.app.engines import Flight
@@ -121,5 +120,13 @@ def report(folder: Path, variants: list[str], model: str, wall: float, questions
     table = write_report(lines, folder, model=model, notes=notes)
     out.console.print(table, markup=False)
     out.console.print(f"[dim]wrote {folder / 'summary.md'} and {folder / 'summary.png'}[/dim]")
-    failed: Any = [line for line in lines if line.get("error")]
+    # As in the report, a pair's last line counts: an error a re-run has since retried is gone.
+    latest = {(line.get("variant"), str(line.get("id"))): line for line in lines}
+    failed = [line for line in latest.values() if line.get("error")]
+    if failed:  # exit 1 says a pair failed: this says how many, and why
+        first = str(failed[0]["error"]).strip().splitlines()[0]
+        out.fail(
+            f"{len(failed)} of {len(latest)} pair(s) ended in an error (the first: {first}); "
+            f"their lines in {folder / RESULTS} say why; run the same command again to retry them"
+        )
     return 1 if failed else 0
