@@ -236,7 +236,7 @@ def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
     assert again.returncode == 0, (again.stderr, shown)
     assert "Traceback" not in again.stderr
     ids = sorted(str(line["id"]) for line in results(lines))
-    assert ids == ["0", "1", "2", "3"]  # each question once: none lost, none run twice
+    assert ids == ["0", "1", "2", "3"], shown  # each question once: none lost, none run twice
 
 
 @pytest.mark.parametrize("command", ["batch", "eval"])
