@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import BaseTool
 
 from reactgraph.nodes import prompts
+from reactgraph.nodes.linebreaks import hard
 from reactgraph.nodes.questions import content_parts, unread_note
 from reactgraph.nodes.state import CompactionRecord, Turn
 from reactgraph.nodes.statuses import ENDINGS
@@ -63,7 +64,7 @@ def _tool_call(
 def shown(text: str) -> str:
     """A reply as chat clients render it: Markdown, each of the model's lines on its own line
     (a hard break, two trailing spaces, where Markdown would join them)."""
-    return "  \n".join(text.split("\n")) if text else prompts.CHAT_EMPTY_REPLY
+    return hard(text) if text else prompts.CHAT_EMPTY_REPLY
 
 
 def reply_message(

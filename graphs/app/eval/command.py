@@ -10,7 +10,7 @@ from pathlib import Path
 from reactgraph.app import console as out
 from reactgraph.app.engines import Flight
 from reactgraph.app.eval.inputs import Item, bundled_questions, read_questions
-from reactgraph.app.eval.report import write_report
+from reactgraph.app.eval.report import last_lines, write_report
 from reactgraph.app.eval.run import DATABASE, RESULTS, read_results, run_eval
 from reactgraph.app.options import UsageError, make_model
 from reactgraph.app.results import Results
@@ -121,8 +121,8 @@ def report(folder: Path, variants: list[str], model: str, wall: float, questions
     out.console.print(table, markup=False)
     out.console.print(f"[dim]wrote {folder / 'summary.md'} and {folder / 'summary.png'}[/dim]")
     # As in the report, a pair's last line counts: an error a re-run has since retried is gone.
-    latest = {(line.get("variant"), str(line.get("id"))): line for line in lines}
-    failed = [line for line in latest.values() if line.get("error")]
+    latest = [line for rows in last_lines(lines).values() for line in rows.values()]
+    failed = [line for line in latest if line.get("error")]
     if failed:  # exit 1 says a pair failed: this says how many, and why
         first = str(failed[0]["error"]).strip().splitlines()[0]
         out.fail(

@@ -86,11 +86,19 @@ def summarize(
 ) -> list[VariantSummary]:
     """One summary per variant, in the order variants first appear. When a (variant, id) pair
     has several lines - a resumed run retried an error - the last one counts."""
+    latest = last_lines(results)
+    walls = wall_seconds or {}
+    return [_summary(v, list(rows.values()), walls.get(v)) for v, rows in latest.items()]
+
+
+def last_lines(
+    results: Iterable[Mapping[str, Any]],
+) -> dict[str, dict[str, Mapping[str, Any]]]:
+    """Each (variant, id) pair's last result line, by variant then id: the line that counts."""
     latest: dict[str, dict[str, Mapping[str, Any]]] = {}
     for row in results:
         latest.setdefault(str(row.get("variant")), {})[str(row.get("id"))] = row
-    walls = wall_seconds or {}
-    return [_summary(v, list(rows.values()), walls.get(v)) for v, rows in latest.items()]
+    return latest
 
 
 def _columns(summaries: Sequence[VariantSummary]) -> list[str]:
