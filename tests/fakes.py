@@ -587,14 +587,19 @@ def colour_graph() -> Any:
 
 def dying_graph() -> Any:
     """A graph whose model ends its process on a question that says "die" (a worker killed
-    mid-run), and otherwise answers at once."""
+    mid-run), sends its process a SIGINT (a terminal's Ctrl-C) on one that says "interrupt",
+    and otherwise answers at once."""
     import os
+    import signal
 
     from reactgraph import build_graph
 
     def reply(messages: Sequence[BaseMessage]) -> str:
-        if "die" in message_text(messages[0]).rsplit("Question:", 1)[-1]:
+        question = message_text(messages[0]).rsplit("Question:", 1)[-1]
+        if "die" in question:
             os._exit(9)
+        if "interrupt" in question:
+            os.kill(os.getpid(), signal.SIGINT)
         return "Final Answer: ok"
 
     return build_graph("transcript", model=ScriptedChatModel(replies=[reply] * 100), tools=[])

@@ -161,7 +161,10 @@ def test_a_ctrl_c_between_steps(
     resumed(openai_server, db)
 
 
-def test_a_ctrl_c_during_a_tool_call(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("group", [False, True])  # True: a terminal's, to the MCP server too
+def test_a_ctrl_c_during_a_tool_call(
+    openai_server: FakeOpenAIServer, tmp_path: Path, group: bool
+) -> None:
     pytest.importorskip("langchain_mcp_adapters")
     from tests.mcp_servers import stdio
 
@@ -179,10 +182,10 @@ def test_a_ctrl_c_during_a_tool_call(openai_server: FakeOpenAIServer, tmp_path: 
     db = tmp_path / "runs.sqlite"
     process = start(
         "ask", "How many years?", "--mcp", str(servers), "--tool-timeout", "600",
-        "--base-url", openai_server.url, "--db", str(db), "--thread", "t",
+        "--base-url", openai_server.url, "--db", str(db), "--thread", "t", group=group,
     )  # fmt: skip
     until((marks / "entered").exists, process)
-    assert "reactgraph resume t" in interrupted(process)
+    assert "reactgraph resume t" in interrupted(process, group)
     (marks / "release").touch()  # the call runs again on resume (at least once), and returns
     resumed(openai_server, db)
 
@@ -205,13 +208,8 @@ def results(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("command", ["batch", "eval"])
-def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
-    openai_server: FakeOpenAIServer, tmp_path: Path, workers: int, command: str
-) -> None:
-    gate = Gate(seed_responder, 6)  # a run or so has finished, others are mid-call
-    openai_server.responder = gate
+def many(server: FakeOpenAIServer, tmp_path: Path, command: str, workers: int) -> Any:
+    """The arguments of a ``batch`` or ``eval`` of four questions, and its results file."""
     questions = tmp_path / "q.jsonl"
     questions.write_text(
         "".join(json.dumps({"question": f"q{i}", "id": i, "answer": "48"}) + "\n" for i in range(4))
@@ -223,20 +221,55 @@ def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
     else:
         args = ["eval", str(questions), "--out", str(out), "--variants", "transcript"]
         lines = out / "results.jsonl"
-    args += ["--base-url", openai_server.url, "--workers", str(workers), "--concurrency", "2"]
-    process = start(*args, group=True)
-    until(lambda: gate.seen >= 6, process)
-    err = interrupted(process, group=True)  # a terminal's Ctrl-C reaches the workers too
+    args += ["--base-url", server.url, "--workers", str(workers), "--concurrency", "2"]
+    return args, lines
+
+
+def interrupted_many(process: subprocess.Popen[str], lines: Path) -> int:
+    """A terminal's Ctrl-C (it reaches the workers too): what was kept is only finished runs."""
+    err = interrupted(process, group=True)
     assert "run the same command again" in err
-    kept = len(results(lines))
-    assert kept < 4
-    gate.release()
+    kept = [(line["id"], line.get("status"), line.get("error")) for line in results(lines)]
+    assert all(error is None for _, _, error in kept), kept  # a stop is no run's failure
+    return len(kept)
+
+
+def rerun_does_the_rest(args: list[str], lines: Path) -> None:
     again = cli(*args)
     shown = [(line["id"], line.get("status"), line.get("error")) for line in results(lines)]
     assert again.returncode == 0, (again.stderr, shown)
     assert "Traceback" not in again.stderr
     ids = sorted(str(line["id"]) for line in results(lines))
     assert ids == ["0", "1", "2", "3"], shown  # each question once: none lost, none run twice
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("command", ["batch", "eval"])
+def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
+    openai_server: FakeOpenAIServer, tmp_path: Path, workers: int, command: str
+) -> None:
+    gate = Gate(seed_responder, 6)  # a run or so has finished, others are mid-call
+    openai_server.responder = gate
+    args, lines = many(openai_server, tmp_path, command, workers)
+    process = start(*args, group=True)
+    until(lambda: gate.seen >= 6, process)
+    assert interrupted_many(process, lines) < 4
+    gate.release()
+    rerun_does_the_rest(args, lines)
+
+
+@pytest.mark.parametrize("command", ["batch", "eval"])
+def test_a_ctrl_c_while_the_workers_start(
+    openai_server: FakeOpenAIServer, tmp_path: Path, command: str
+) -> None:
+    from tests.test_pool import workers_of
+
+    openai_server.responder = seed_responder
+    args, lines = many(openai_server, tmp_path, command, 2)
+    process = start(*args, group=True)
+    until(lambda: bool(workers_of(process.pid)), process)  # a worker is starting its Python
+    interrupted_many(process, lines)
+    rerun_does_the_rest(args, lines)
 
 
 @pytest.mark.parametrize("command", ["batch", "eval"])

@@ -38,6 +38,16 @@ def test_a_dead_worker_costs_only_the_runs_it_held() -> None:
     assert [i for i, r in results.items() if r["status"] == "answered"] == [0, 2, 3, 4, 5]
 
 
+def test_a_ctrl_c_never_reaches_a_worker_and_the_callers_stays_as_it_was() -> None:
+    # A terminal's Ctrl-C reaches the workers too; one that ended on it would fail its runs.
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    questions = ["please interrupt", "fine 1", "please interrupt", "fine 2"]
+    results = list(run_processes(dying_graph, questions, workers=2, concurrency=2))
+    assert sorted(r["index"] for r in results) == [0, 1, 2, 3]
+    assert all(r["error"] is None and r["status"] == "answered" for r in results), results
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == before  # its Ctrl-C still works
+
+
 def workers_of(pid: int) -> list[int]:
     """The worker processes of a batch (not multiprocessing's resource tracker)."""
     found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)

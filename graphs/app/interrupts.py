@@ -5,13 +5,18 @@ and library code on the way (a ``finally`` that returns, an ``except BaseExcepti
 loop turning SIGINT into a cancellation) can end it as a normal return: the user believes the
 run stopped, and a script reading the exit code believes it finished. So no code of a command
 ever sees one. ``run`` does the command on a thread of its own with SIGINT blocked there (so
-also in every thread and process it starts: the signal always comes to the main thread, and
-batch workers are stopped by their parent). The main thread only waits. On SIGINT it prints the
+also in every thread it starts: the signal always comes to the main thread). The main thread
+only waits. On SIGINT it prints the
 command's hint and ends the process at once, as a kill would: every step stored so far stays,
 and what was in flight runs again on resume.
 
 Until the command says what a stop leaves (``stoppable``), a Ctrl-C waits for it, so that ``ask``
 never stops before its thread is recorded; a second Ctrl-C stops it anyway.
+
+A terminal's Ctrl-C goes to every process of its group, so also to batch workers: one that
+ended on it, before the main thread had taken its own for a stop, would read as a worker that
+died and fail the runs it held. Processes started ``unreached`` never see one: their parent
+ends them.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from multiprocessing import resource_tracker
 from typing import Any
 
 EXIT_CODE = 130
@@ -73,6 +79,25 @@ def on_stop(cleanup: Callable[[], None]) -> Iterator[None]:
     finally:
         with _state.lock:
             _state.cleanups.remove(cleanup)
+
+
+@contextlib.contextmanager
+def unreached() -> Iterator[None]:
+    """Processes started meanwhile on this thread never get a SIGINT: it stays blocked in them
+    from their first instruction (a signal mask goes through fork and exec, and Python never
+    unblocks SIGINT). This thread's own mask is as it was afterwards. multiprocessing unblocks
+    SIGINT on the thread that first starts its resource tracker (it blocks SIGINT for that
+    process, then unblocks it rather than restoring the mask), so the tracker is started first."""
+    if not hasattr(signal, "pthread_sigmask"):  # no signal masks here (Windows)
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+    try:
+        resource_tracker.ensure_running()
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def run(command: Callable[[], int]) -> int:

@@ -20,6 +20,7 @@ import itertools
 import multiprocessing
 import os
 import queue
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from multiprocessing import connection
@@ -29,6 +30,7 @@ from reactgraph.app import interrupts
 from reactgraph.tools.loopthread import LoopThread
 
 _POLL_S = 0.2
+_START_WAIT_S = 30  # a bound against a start that hangs, not a timing
 
 
 @dataclass(frozen=True)
@@ -138,26 +140,31 @@ def run_parallel(
     context = multiprocessing.get_context("spawn")  # never fork a process holding threads
     channels: dict[Any, _Channel] = {}
     started: list[Any] = []
-    # Ctrl-C on the command line ends this process at once: the workers go with it.
-    stop = interrupts.on_stop(lambda: _terminate(started))
-    stop.__enter__()
-    try:
-        for _ in range(workers):
-            jobs_in, jobs_out = context.Pipe(duplex=False)
-            results_in, results_out = context.Pipe(duplex=False)
-            process = context.Process(
-                target=_worker, args=(open_runner, jobs_in, results_out, slots), daemon=True
-            )
-            process.start()
-            started.append(process)
-            # The worker's ends, closed here so that its exit (or death) reads as the pipe's end.
-            jobs_in.close()
-            results_out.close()
-            channels[results_in] = _Channel(process, jobs_out)
-        yield from _collect(channels, source)
-    finally:
+    starting = threading.Lock()  # held while a worker starts, which a stop must end too
+
+    def stop_all() -> None:  # Ctrl-C ends this process at once: its workers go with it
+        starting.acquire(timeout=_START_WAIT_S)  # never given back: no worker starts after
         _terminate(started)
-        stop.__exit__(None, None, None)
+
+    with interrupts.on_stop(stop_all):
+        try:
+            with interrupts.unreached():  # a terminal's Ctrl-C is the parent's: it ends them
+                for _ in range(workers):
+                    jobs_in, jobs_out = context.Pipe(duplex=False)
+                    results_in, results_out = context.Pipe(duplex=False)
+                    process = context.Process(
+                        target=_worker, args=(open_runner, jobs_in, results_out, slots), daemon=True
+                    )
+                    with starting:
+                        process.start()
+                        started.append(process)
+                    # The worker's ends, closed here: its exit (or death) ends the pipe.
+                    jobs_in.close()
+                    results_out.close()
+                    channels[results_in] = _Channel(process, jobs_out)
+            yield from _collect(channels, source)
+        finally:
+            _terminate(started)
 
 
 def _terminate(processes: list[Any]) -> None:
