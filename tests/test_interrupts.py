@@ -90,6 +90,13 @@ def interrupted(process: subprocess.Popen[str], group: bool = False) -> str:
     return err
 
 
+def sigint_blocked(pid: int) -> bool:
+    """Whether SIGINT is blocked in the process (Linux: its main thread's mask in /proc)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = int(status.split("SigBlk:", 1)[1].split()[0], 16)
+    return bool(mask & 1 << (signal.SIGINT - 1))
+
+
 def ask(server: FakeOpenAIServer, db: Path, thread: str = "t", **options: bool) -> Any:
     return start(
         "ask", "How many years?", "--base-url", server.url, "--db", str(db), "--thread", thread,
@@ -166,9 +173,9 @@ def test_a_ctrl_c_during_a_tool_call(
     openai_server: FakeOpenAIServer, tmp_path: Path, group: bool
 ) -> None:
     pytest.importorskip("langchain_mcp_adapters")
-    from tests.mcp_servers import stdio
+    from tests.mcp_servers import processes, stdio
 
-    marks = tmp_path / "marks"
+    marks, tag = tmp_path / "marks", f"ctrl-c-{tmp_path.name}"
     marks.mkdir()
 
     def responder(body: dict[str, Any]) -> str:
@@ -178,13 +185,15 @@ def test_a_ctrl_c_during_a_tool_call(
 
     openai_server.responder = responder
     servers = tmp_path / "servers.json"
-    servers.write_text(json.dumps({"mcpServers": {"local": stdio()}}))
+    servers.write_text(json.dumps({"mcpServers": {"local": stdio(tag)}}))
     db = tmp_path / "runs.sqlite"
     process = start(
         "ask", "How many years?", "--mcp", str(servers), "--tool-timeout", "600",
         "--base-url", openai_server.url, "--db", str(db), "--thread", "t", group=group,
     )  # fmt: skip
     until((marks / "entered").exists, process)
+    (server,) = processes(tag)  # it never sees a terminal's Ctrl-C: it is not its to take
+    assert sigint_blocked(server)
     assert "reactgraph resume t" in interrupted(process, group)
     (marks / "release").touch()  # the call runs again on resume (at least once), and returns
     resumed(openai_server, db)
@@ -255,6 +264,18 @@ def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
     until(lambda: gate.seen >= 6, process)
     assert interrupted_many(process, lines) < 4
     gate.release()
+    rerun_does_the_rest(args, lines)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("command", ["batch", "eval"])
+def test_a_ctrl_c_before_the_first_line_of_many_runs(
+    openai_server: FakeOpenAIServer, tmp_path: Path, workers: int, command: str
+) -> None:
+    openai_server.responder = seed_responder
+    args, lines = many(openai_server, tmp_path, command, workers)
+    process = start(*args, held=True, group=True)
+    interrupted_many(process, lines)  # sent before the interpreter has run a line of ours
     rerun_does_the_rest(args, lines)
 
 
