@@ -5,13 +5,13 @@ writes, or a SIGINT sent before the process has run a line of ours."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.fakes import FakeOpenAIServer, Gate, seed_responder
 from tests.test_cli import cli, environment, scratch
 
 pytestmark = pytest.mark.slow
@@ -27,24 +27,10 @@ pytestmark = pytest.mark.slow
 WITHIN_S = 120  # a bound for a marker that never comes (a hang), not a timing
 
 
-class Gate:
-    """A responder that holds every request from the ``at``-th on until ``release``."""
-
-    def __init__(self, responder: Callable[[dict[str, Any]], str], at: int) -> None:
-        self.responder, self.at, self.seen = responder, at, 0
-        self.opened = threading.Event()
-        self.lock = threading.Lock()
-
-    def __call__(self, body: dict[str, Any]) -> str:
-        with self.lock:
-            self.seen += 1
-            number = self.seen
-        if number >= self.at:
-            self.opened.wait(WITHIN_S)
-        return self.responder(body)
-
-    def release(self) -> None:
-        self.opened.set()
+def held_from(at: int) -> Gate:
+    """A responder for the test server that holds every request from the ``at``-th on."""
+    numbers = itertools.count(1)
+    return Gate(seed_responder, hold=lambda _: next(numbers) >= at)
 
 
 def until(condition: Callable[[], bool], process: subprocess.Popen[str] | None = None) -> None:
@@ -58,10 +44,13 @@ def until(condition: Callable[[], bool], process: subprocess.Popen[str] | None =
         time.sleep(0.01)
 
 
-def start(*args: str, held: bool = False, group: bool = False) -> subprocess.Popen[str]:
-    """The command in the background; ``held``: SIGINT blocked when it starts, so a SIGINT
-    sent at once is pending before the interpreter runs a line of ours; ``group``: in a
-    process group of its own, for a Ctrl-C that reaches every process of it, as a terminal's."""
+def start(
+    *args: str, held: bool = False, group: bool = False, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """The command in the background (``env`` added to its environment); ``held``: SIGINT
+    blocked when it starts, so a SIGINT sent at once is pending before the interpreter runs a
+    line of ours; ``group``: in a process group of its own, for a Ctrl-C that reaches every
+    process of it, as a terminal's."""
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None
     try:
         return subprocess.Popen(
@@ -69,7 +58,7 @@ def start(*args: str, held: bool = False, group: bool = False) -> subprocess.Pop
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=environment(),
+            env=environment(env),
             cwd=scratch(),
             start_new_session=group,
         )
@@ -146,13 +135,13 @@ def test_a_ctrl_c_while_ask_starts_waits_for_the_thread_to_be_recorded(
 def test_a_ctrl_c_during_a_model_call(
     openai_server: FakeOpenAIServer, tmp_path: Path, at: int
 ) -> None:
-    gate = Gate(seed_responder, at)
+    gate = held_from(at)
     openai_server.responder = gate
     db = tmp_path / "runs.sqlite"
     process = ask(openai_server, db)
-    until(lambda: gate.seen >= at, process)
+    until(lambda: bool(gate.held), process)
     assert "reactgraph resume t" in interrupted(process)
-    gate.release()
+    gate.open()
     resumed(openai_server, db)
 
 
@@ -200,16 +189,16 @@ def test_a_ctrl_c_during_a_tool_call(
 
 
 def test_a_ctrl_c_during_resume(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
-    gate = Gate(seed_responder, 2)
+    gate = held_from(2)
     openai_server.responder = gate
     db = tmp_path / "runs.sqlite"
     first = ask(openai_server, db)
-    until(lambda: gate.seen >= 2, first)
+    until(lambda: bool(gate.held), first)
     interrupted(first)
     again = start("resume", "t", "--db", str(db), "--base-url", openai_server.url)
-    until(lambda: gate.seen >= 3, again)  # the resumed run's own model call
+    until(lambda: len(gate.held) >= 2, again)  # the resumed run's own model call
     assert f"reactgraph resume t --db {db}" in interrupted(again)
-    gate.release()
+    gate.open()
     resumed(openai_server, db)
 
 
@@ -243,8 +232,8 @@ def interrupted_many(process: subprocess.Popen[str], lines: Path) -> int:
     return len(kept)
 
 
-def rerun_does_the_rest(args: list[str], lines: Path) -> None:
-    again = cli(*args)
+def rerun_does_the_rest(args: list[str], lines: Path, **options: Any) -> None:
+    again = cli(*args, **options)
     shown = [(line["id"], line.get("status"), line.get("error")) for line in results(lines)]
     assert again.returncode == 0, (again.stderr, shown)
     assert "Traceback" not in again.stderr
@@ -257,13 +246,13 @@ def rerun_does_the_rest(args: list[str], lines: Path) -> None:
 def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
     openai_server: FakeOpenAIServer, tmp_path: Path, workers: int, command: str
 ) -> None:
-    gate = Gate(seed_responder, 6)  # a run or so has finished, others are mid-call
+    gate = held_from(6)  # a run or so has finished, others are mid-call
     openai_server.responder = gate
     args, lines = many(openai_server, tmp_path, command, workers)
     process = start(*args, group=True)
-    until(lambda: gate.seen >= 6, process)
+    until(lambda: bool(gate.held), process)
     assert interrupted_many(process, lines) < 4
-    gate.release()
+    gate.open()
     rerun_does_the_rest(args, lines)
 
 

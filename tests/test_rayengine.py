@@ -107,7 +107,30 @@ def test_batch_and_eval_write_the_same_results_through_either_engine(
         evals[engine] = lines_of(folder / "results.jsonl")
     assert len(evals["ray"]) == 6
     assert without_timings(evals["local"]) == without_timings(evals["ray"])
-    # The local Ray each command started is stopped with it.
+    gone_or(before)  # the local Ray each command started is stopped with it
+
+
+def test_a_ctrl_c_on_a_ray_batch_stops_its_ray_and_a_rerun_does_the_rest(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from tests import test_interrupts as ctrl_c
+
+    gate = ctrl_c.held_from(6)  # a run or so has finished, others are mid-call
+    openai_server.responder = gate
+    env, before = ray_environment(tmp_path), ray_processes()
+    args, lines = ctrl_c.many(openai_server, tmp_path, "batch", 2)
+    args += ["--engine", "ray"]
+    process = ctrl_c.start(*args, group=True, env=env)  # a terminal's Ctrl-C reaches Ray too
+    ctrl_c.until(lambda: bool(gate.held), process)
+    assert ctrl_c.interrupted_many(process, lines) < 4
+    gate.open()
+    gone_or(before)  # the local Ray it started went with it
+    ctrl_c.rerun_does_the_rest(args, lines, env=env, timeout=600)
+    gone_or(before)
+
+
+def gone_or(before: list[str]) -> None:
+    """Until Ray's processes are those there were ``before``."""
     deadline = time.monotonic() + 60
     while ray_processes() != before and time.monotonic() < deadline:
         time.sleep(0.5)
