@@ -6,9 +6,8 @@ loop turning SIGINT into a cancellation) can end it as a normal return: the user
 run stopped, and a script reading the exit code believes it finished. So no code of a command
 ever sees one. ``run`` does the command on a thread of its own with SIGINT blocked there (so
 also in every thread it starts: the signal always comes to the main thread). The main thread
-only waits. On SIGINT it prints the
-command's hint and ends the process at once, as a kill would: every step stored so far stays,
-and what was in flight runs again on resume.
+only waits. On SIGINT it prints the command's hint and ends the process at once, as a kill
+would: every step stored so far stays, and what was in flight runs again on resume.
 
 Until the command says what a stop leaves (``stoppable``), a Ctrl-C waits for it, so that ``ask``
 never stops before its thread is recorded; a second Ctrl-C stops it anyway.
