@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,16 +54,34 @@ def cli(
     )
 
 
-def popen(*args: str, env: dict | None = None) -> subprocess.Popen[str]:
-    """The command line started in the background (for a test that interrupts or races it)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "reactgraph.app.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment(env),
-        cwd=scratch(),
-    )
+def popen(
+    *args: str, env: dict | None = None, held: bool = False, group: bool = False
+) -> subprocess.Popen[str]:
+    """The command line started in the background (for a test that interrupts or races it);
+    ``held``: SIGINT blocked when it starts, so a SIGINT sent at once is pending before the
+    interpreter runs a line of ours; ``group``: in a process group of its own, for a Ctrl-C
+    that reaches every process of it, as a terminal's."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "reactgraph.app.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment(env),
+            cwd=scratch(),
+            start_new_session=group,
+        )
+    finally:
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def lines_of(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of a results file ([] before it exists)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
 def one_line_error(result: subprocess.CompletedProcess[str], fragment: str) -> None:

@@ -11,7 +11,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fakes import FakeOpenAIServer, Gate, seed_responder
-from tests.test_cli import cli, environment, scratch
+from tests.test_cli import cli, lines_of, popen
 
 pytestmark = pytest.mark.slow
 
@@ -44,29 +43,6 @@ def until(condition: Callable[[], bool], process: subprocess.Popen[str] | None =
         time.sleep(0.01)
 
 
-def start(
-    *args: str, held: bool = False, group: bool = False, env: dict[str, str] | None = None
-) -> subprocess.Popen[str]:
-    """The command in the background (``env`` added to its environment); ``held``: SIGINT
-    blocked when it starts, so a SIGINT sent at once is pending before the interpreter runs a
-    line of ours; ``group``: in a process group of its own, for a Ctrl-C that reaches every
-    process of it, as a terminal's."""
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "reactgraph.app.cli", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environment(env),
-            cwd=scratch(),
-            start_new_session=group,
-        )
-    finally:
-        if mask is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-
 def interrupted(process: subprocess.Popen[str], group: bool = False) -> str:
     """Ctrl-C; the stderr of a process that ended as promised."""
     if group:
@@ -79,6 +55,20 @@ def interrupted(process: subprocess.Popen[str], group: bool = False) -> str:
     return err
 
 
+def alive_in_group(pgid: int) -> list[int]:
+    """The live processes (not zombies) of process group ``pgid`` (Linux: reads /proc)."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        state, _, group = stat.rsplit(")", 1)[1].split()[:3]
+        if int(group) == pgid and state != "Z":
+            found.append(int(entry))
+    return found
+
+
 def sigint_blocked(pid: int) -> bool:
     """Whether SIGINT is blocked in the process (Linux: its main thread's mask in /proc)."""
     status = Path(f"/proc/{pid}/status").read_text()
@@ -87,7 +77,7 @@ def sigint_blocked(pid: int) -> bool:
 
 
 def ask(server: FakeOpenAIServer, db: Path, thread: str = "t", **options: bool) -> Any:
-    return start(
+    return popen(
         "ask", "How many years?", "--base-url", server.url, "--db", str(db), "--thread", thread,
         **options,
     )  # fmt: skip
@@ -162,7 +152,7 @@ def test_a_ctrl_c_during_a_tool_call(
     openai_server: FakeOpenAIServer, tmp_path: Path, group: bool
 ) -> None:
     pytest.importorskip("langchain_mcp_adapters")
-    from tests.mcp_servers import processes, stdio
+    from tests.mcp_servers import processes, stdio, wait_gone
 
     marks, tag = tmp_path / "marks", f"ctrl-c-{tmp_path.name}"
     marks.mkdir()
@@ -176,7 +166,7 @@ def test_a_ctrl_c_during_a_tool_call(
     servers = tmp_path / "servers.json"
     servers.write_text(json.dumps({"mcpServers": {"local": stdio(tag)}}))
     db = tmp_path / "runs.sqlite"
-    process = start(
+    process = popen(
         "ask", "How many years?", "--mcp", str(servers), "--tool-timeout", "600",
         "--base-url", openai_server.url, "--db", str(db), "--thread", "t", group=group,
     )  # fmt: skip
@@ -184,6 +174,7 @@ def test_a_ctrl_c_during_a_tool_call(
     (server,) = processes(tag)  # it never sees a terminal's Ctrl-C: it is not its to take
     assert sigint_blocked(server)
     assert "reactgraph resume t" in interrupted(process, group)
+    assert not wait_gone(tag, WITHIN_S)  # the server ends with the command (its stdin closed)
     (marks / "release").touch()  # the call runs again on resume (at least once), and returns
     resumed(openai_server, db)
 
@@ -195,15 +186,11 @@ def test_a_ctrl_c_during_resume(openai_server: FakeOpenAIServer, tmp_path: Path)
     first = ask(openai_server, db)
     until(lambda: bool(gate.held), first)
     interrupted(first)
-    again = start("resume", "t", "--db", str(db), "--base-url", openai_server.url)
+    again = popen("resume", "t", "--db", str(db), "--base-url", openai_server.url)
     until(lambda: len(gate.held) >= 2, again)  # the resumed run's own model call
     assert f"reactgraph resume t --db {db}" in interrupted(again)
     gate.open()
     resumed(openai_server, db)
-
-
-def results(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def many(server: FakeOpenAIServer, tmp_path: Path, command: str, workers: int) -> Any:
@@ -227,17 +214,18 @@ def interrupted_many(process: subprocess.Popen[str], lines: Path) -> int:
     """A terminal's Ctrl-C (it reaches the workers too): what was kept is only finished runs."""
     err = interrupted(process, group=True)
     assert "run the same command again" in err
-    kept = [(line["id"], line.get("status"), line.get("error")) for line in results(lines)]
+    until(lambda: not alive_in_group(process.pid))  # no worker lives on, a starting one neither
+    kept = [(line["id"], line.get("status"), line.get("error")) for line in lines_of(lines)]
     assert all(error is None for _, _, error in kept), kept  # a stop is no run's failure
     return len(kept)
 
 
 def rerun_does_the_rest(args: list[str], lines: Path, **options: Any) -> None:
     again = cli(*args, **options)
-    shown = [(line["id"], line.get("status"), line.get("error")) for line in results(lines)]
+    shown = [(line["id"], line.get("status"), line.get("error")) for line in lines_of(lines)]
     assert again.returncode == 0, (again.stderr, shown)
     assert "Traceback" not in again.stderr
-    ids = sorted(str(line["id"]) for line in results(lines))
+    ids = sorted(str(line["id"]) for line in lines_of(lines))
     assert ids == ["0", "1", "2", "3"], shown  # each question once: none lost, none run twice
 
 
@@ -249,7 +237,7 @@ def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
     gate = held_from(6)  # a run or so has finished, others are mid-call
     openai_server.responder = gate
     args, lines = many(openai_server, tmp_path, command, workers)
-    process = start(*args, group=True)
+    process = popen(*args, group=True)
     until(lambda: bool(gate.held), process)
     assert interrupted_many(process, lines) < 4
     gate.open()
@@ -263,7 +251,7 @@ def test_a_ctrl_c_before_the_first_line_of_many_runs(
 ) -> None:
     openai_server.responder = seed_responder
     args, lines = many(openai_server, tmp_path, command, workers)
-    process = start(*args, held=True, group=True)
+    process = popen(*args, held=True, group=True)
     interrupted_many(process, lines)  # sent before the interpreter has run a line of ours
     rerun_does_the_rest(args, lines)
 
@@ -276,7 +264,7 @@ def test_a_ctrl_c_while_the_workers_start(
 
     openai_server.responder = seed_responder
     args, lines = many(openai_server, tmp_path, command, 2)
-    process = start(*args, group=True)
+    process = popen(*args, group=True)
     until(lambda: bool(workers_of(process.pid)), process)  # a worker is starting its Python
     interrupted_many(process, lines)
     rerun_does_the_rest(args, lines)

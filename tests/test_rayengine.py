@@ -28,6 +28,7 @@ from reactgraph.app.pool import Job
 from reactgraph.app.runner import Recipe
 from tests import test_cli
 from tests.fakes import FakeOpenAIServer, Gate, echo_runner, seed_responder
+from tests.test_cli import lines_of
 from tests.test_eval_stream import Made, eval_items
 from tests.test_eval_stream import recipe as eval_recipe
 from tests.test_persistence import postgres_url
@@ -51,10 +52,6 @@ def ray_environment(tmp: Path) -> dict[str, str]:
     (stub / "__init__.py").write_text('raise ImportError("not needed by the tests\' Ray")\n')
     path = [str(ROOT), str(stub.parent), os.environ.get("PYTHONPATH", "")]
     return {**LOOPBACK, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
-
-
-def lines_of(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
 def without_timings(lines: list[dict[str, Any]], *drop: str) -> list[dict[str, Any]]:
@@ -107,7 +104,7 @@ def test_batch_and_eval_write_the_same_results_through_either_engine(
         evals[engine] = lines_of(folder / "results.jsonl")
     assert len(evals["ray"]) == 6
     assert without_timings(evals["local"]) == without_timings(evals["ray"])
-    gone_or(before)  # the local Ray each command started is stopped with it
+    until_ray_is(before)  # the local Ray each command started is stopped with it
 
 
 def test_a_ctrl_c_on_a_ray_batch_stops_its_ray_and_a_rerun_does_the_rest(
@@ -120,16 +117,16 @@ def test_a_ctrl_c_on_a_ray_batch_stops_its_ray_and_a_rerun_does_the_rest(
     env, before = ray_environment(tmp_path), ray_processes()
     args, lines = ctrl_c.many(openai_server, tmp_path, "batch", 2)
     args += ["--engine", "ray"]
-    process = ctrl_c.start(*args, group=True, env=env)  # a terminal's Ctrl-C reaches Ray too
+    process = test_cli.popen(*args, group=True, env=env)  # a terminal's Ctrl-C reaches Ray too
     ctrl_c.until(lambda: bool(gate.held), process)
     assert ctrl_c.interrupted_many(process, lines) < 4
     gate.open()
-    gone_or(before)  # the local Ray it started went with it
+    until_ray_is(before)  # the local Ray it started went with it
     ctrl_c.rerun_does_the_rest(args, lines, env=env, timeout=600)
-    gone_or(before)
+    until_ray_is(before)
 
 
-def gone_or(before: list[str]) -> None:
+def until_ray_is(before: list[str]) -> None:
     """Until Ray's processes are those there were ``before``."""
     deadline = time.monotonic() + 60
     while ray_processes() != before and time.monotonic() < deadline:

@@ -14,13 +14,10 @@ from reactgraph.app.eval import read_hotpotqa, read_jsonl
 from reactgraph.app.eval.run import run_eval
 from reactgraph.nodes.storable import REPLACEMENT
 from tests.fakes import scripted_recipe as recipe
+from tests.test_cli import lines_of
 
 # Worker processes: `make test` runs these, `make test-quick` leaves them out.
 pytestmark = pytest.mark.slow
-
-
-def lines_of(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
 def test_an_edited_question_with_the_same_id_runs_again(tmp_path: Path) -> None:

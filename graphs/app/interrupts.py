@@ -27,7 +27,6 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from multiprocessing import resource_tracker
 from typing import Any
 
 EXIT_CODE = 130
@@ -90,6 +89,8 @@ def unreached() -> Iterator[None]:
     if not hasattr(signal, "pthread_sigmask"):  # no signal masks here (Windows)
         yield
         return
+    from multiprocessing import resource_tracker  # here: no command's start-up waits for it
+
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
     try:
         resource_tracker.ensure_running()

@@ -94,8 +94,8 @@ def _worker(open_runner: OpenRunner, jobs: Any, results: Any, slots: int) -> Non
         results.send(("want", None))
         return await asyncio.to_thread(jobs.recv)
 
-    with contextlib.suppress(KeyboardInterrupt):  # the parent reports the interruption
-        asyncio.run(_serve(open_runner, take, results.send, slots))
+    # SIGINT is blocked here from the start (``interrupts.unreached``): the parent ends workers.
+    asyncio.run(_serve(open_runner, take, results.send, slots))
 
 
 def check_counts(**counts: int) -> None:
@@ -142,26 +142,26 @@ def run_parallel(
     started: list[Any] = []
     starting = threading.Lock()  # held while a worker starts, which a stop must end too
 
-    def stop_all() -> None:  # Ctrl-C ends this process at once: its workers go with it
+    def stop_all() -> None:
+        """On Ctrl-C (this process is about to end): end the workers, a starting one too."""
         starting.acquire(timeout=_START_WAIT_S)  # never given back: no worker starts after
         _terminate(started)
 
     with interrupts.on_stop(stop_all):
         try:
-            with interrupts.unreached():  # a terminal's Ctrl-C is the parent's: it ends them
-                for _ in range(workers):
-                    jobs_in, jobs_out = context.Pipe(duplex=False)
-                    results_in, results_out = context.Pipe(duplex=False)
-                    process = context.Process(
-                        target=_worker, args=(open_runner, jobs_in, results_out, slots), daemon=True
-                    )
-                    with starting:
-                        process.start()
-                        started.append(process)
-                    # The worker's ends, closed here: its exit (or death) ends the pipe.
-                    jobs_in.close()
-                    results_out.close()
-                    channels[results_in] = _Channel(process, jobs_out)
+            for _ in range(workers):
+                jobs_in, jobs_out = context.Pipe(duplex=False)
+                results_in, results_out = context.Pipe(duplex=False)
+                process = context.Process(
+                    target=_worker, args=(open_runner, jobs_in, results_out, slots), daemon=True
+                )
+                with starting, interrupts.unreached():  # a terminal's Ctrl-C is for the parent
+                    process.start()
+                    started.append(process)
+                # The worker's ends, closed here: its exit (or death) reads as the pipe's end.
+                jobs_in.close()
+                results_out.close()
+                channels[results_in] = _Channel(process, jobs_out)
             yield from _collect(channels, source)
         finally:
             _terminate(started)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from reactgraph.app import interrupts
 from reactgraph.app.pool import Job, OpenRunner, check_counts, failed, job_count
 from reactgraph.app.rayactors import check_shared, cluster_workers, connected, spawn, stop
 
@@ -157,6 +158,7 @@ def _finish(ray: Any, state: _State, ref: Any) -> dict[str, Any] | None:
     try:
         result, node = ray.get(ref)
     except (ray.exceptions.RayActorError, ray.exceptions.RaySystemError) as error:
+        interrupts.park_if_stopping()  # Ctrl-C ended it: not a failure of its run
         if sent.actor.up:
             sent.actor.up, sent.actor.ping_at = False, time.monotonic()
         sent.attempt += 1
@@ -166,6 +168,7 @@ def _finish(ray: Any, state: _State, ref: Any) -> dict[str, Any] | None:
         state.again.append(sent)
         return None
     except ray.exceptions.RayError as error:
+        interrupts.park_if_stopping()
         return failed(sent.job, f"{type(error).__name__}: {error}")
     logger.debug("job %s ran on node %s", sent.job.index, node)
     return result
