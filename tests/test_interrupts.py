@@ -244,28 +244,21 @@ def test_a_ctrl_c_on_many_runs_keeps_what_finished_and_a_rerun_does_the_rest(
     rerun_does_the_rest(args, lines)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize(
+    ("moment", "workers"), [("first line", 1), ("first line", 2), ("workers start", 2)]
+)
 @pytest.mark.parametrize("command", ["batch", "eval"])
-def test_a_ctrl_c_before_the_first_line_of_many_runs(
-    openai_server: FakeOpenAIServer, tmp_path: Path, workers: int, command: str
-) -> None:
-    openai_server.responder = seed_responder
-    args, lines = many(openai_server, tmp_path, command, workers)
-    process = popen(*args, held=True, group=True)
-    interrupted_many(process, lines)  # sent before the interpreter has run a line of ours
-    rerun_does_the_rest(args, lines)
-
-
-@pytest.mark.parametrize("command", ["batch", "eval"])
-def test_a_ctrl_c_while_the_workers_start(
-    openai_server: FakeOpenAIServer, tmp_path: Path, command: str
+def test_a_ctrl_c_as_many_runs_start(
+    openai_server: FakeOpenAIServer, tmp_path: Path, moment: str, workers: int, command: str
 ) -> None:
     from tests.test_pool import workers_of
 
     openai_server.responder = seed_responder
-    args, lines = many(openai_server, tmp_path, command, 2)
-    process = popen(*args, group=True)
-    until(lambda: bool(workers_of(process.pid)), process)  # a worker is starting its Python
+    args, lines = many(openai_server, tmp_path, command, workers)
+    # "first line": sent before the interpreter has run a line of ours.
+    process = popen(*args, held=moment == "first line", group=True)
+    if moment == "workers start":
+        until(lambda: bool(workers_of(process.pid)), process)  # one is starting its Python
     interrupted_many(process, lines)
     rerun_does_the_rest(args, lines)
 
