@@ -4,6 +4,8 @@ registry.
 They are compiled without a checkpointer: the server brings its own. The model comes from
 ``REACTGRAPH_MODEL``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` (see ``.env.example``), and a
 run's context can switch it (``model_name``, ``base_url``) along with the variant's settings.
+The tools are the bundled ones (unless ``REACTGRAPH_DEFAULT_TOOLS=0``) and those that
+``REACTGRAPH_TOOLS`` names (``module:name`` or ``path/to/file.py:name``, separated by spaces).
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 import os
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
 
 from reactgraph import VARIANTS, build_graph
 from reactgraph.models import chat_model
 from reactgraph.tools import default_tools
+from reactgraph.tools.loading import tools_from_env
 
 
 def _model() -> BaseChatModel:
@@ -25,7 +29,10 @@ def _model() -> BaseChatModel:
     return chat_model(name, base_url=base_url, api_key=key)
 
 
+def _tools() -> list[BaseTool]:
+    bundled = os.environ.get("REACTGRAPH_DEFAULT_TOOLS", "1").strip().lower() not in ("0", "no")
+    return [*(default_tools() if bundled else []), *tools_from_env()]
+
+
 # `langgraph.json` names each graph as an attribute of this module.
-globals().update(
-    {name: build_graph(name, model=_model(), tools=default_tools()) for name in VARIANTS}
-)
+globals().update({name: build_graph(name, model=_model(), tools=_tools()) for name in VARIANTS})

@@ -23,6 +23,7 @@ from reactgraph.nodes.linebreaks import hard
 from reactgraph.nodes.questions import content_parts, unread_note
 from reactgraph.nodes.state import CompactionRecord, Turn
 from reactgraph.nodes.statuses import ENDINGS
+from reactgraph.nodes.toolio import Uncallable, visible_args
 
 # Ids of the human messages a run adds for a question given as ``{"question": ...}``.
 QUESTION_ID = "rg-question-"
@@ -49,7 +50,10 @@ def _tool_call(
     name = reading["action"] or INVALID
     text = reading["action_input"] or ""
     tool = tools.get(name)
-    keys = list(tool.args) if tool is not None else []
+    try:
+        keys = list(visible_args(tool)) if tool is not None else []
+    except Uncallable:
+        keys = []
     if len(keys) > 1:
         try:
             value = json.loads(text)

@@ -19,7 +19,7 @@ from reactgraph.nodes import prompts
 from reactgraph.nodes.injection import Injected, injected_args
 from reactgraph.nodes.providers import ModelCaller
 from reactgraph.nodes.tokens import TokenCounter
-from reactgraph.nodes.toolio import describe_schema, visible_args
+from reactgraph.nodes.toolio import Uncallable, describe_schema, visible_args
 from reactgraph.nodes.view import WHOLE, View
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,12 @@ def describe_tool(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> str:
     """A tool's description for the prompt; a tool of several arguments says how to write them
     (injected arguments are never shown)."""
     text = " ".join(tool.description.split())
-    if len(visible_args(tool, hidden)) > 1:
+    try:
+        shown = visible_args(tool, hidden)
+    except Uncallable as error:
+        logger.warning("the model cannot call the tool %r: %s", tool.name, error)
+        return text
+    if len(shown) > 1:
         text = prompts.TOOL_JSON_INPUT.format(
             description=text, schema=describe_schema(tool, hidden)
         )

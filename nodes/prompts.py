@@ -74,6 +74,10 @@ TOOL_UNAVAILABLE = (
     "Error: {name} is unavailable: {hanging} earlier calls are still running past their "
     "timeout. Try a different approach."
 )
+TOOL_UNCALLABLE = (
+    "Error: {name} cannot be called from an Action: it expects {expects}, and its argument "
+    "schema cannot be read ({why}). Use another action."
+)
 TOOL_UNPRINTABLE = "Error: the tool returned a {kind} too large to show."
 TOOL_COMMAND = (
     "Error: {name} returned a LangGraph Command (a graph update), which this loop does not "

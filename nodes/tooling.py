@@ -66,7 +66,8 @@ def has_async_body(tool: BaseTool) -> bool:
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call within ``timeout`` seconds: its Observation (the result, or the error, as
-    text) and its artifact. ``arguments`` is a LangChain ``ToolCall`` dict."""
+    text) and its artifact. ``arguments`` is a LangChain ``ToolCall`` dict (or the raw input of a
+    tool that takes only ``*args``)."""
 
     tool: BaseTool
     arguments: Any
@@ -159,20 +160,16 @@ def run_tool(
         kind = "action"
         injected = deps.injected.get(tool.name)
         hidden = injected.hidden if injected else frozenset()
+        started = time.perf_counter()
+        own_config = tool_config(state, config)
         try:
             arguments = tool_arguments(tool, parsed["action_input"] or "", hidden)
+            tool_call = tool_call_for(state, own_config, deps, tool, arguments)
         except ValueError as error:
             observation = str(error)
         else:
-            started = time.perf_counter()
-            own_config = tool_config(state, config)
-            tool_call = tool_call_for(state, own_config, deps, tool, arguments)
-            timeout = state["settings"]["tool_timeout"]
-            if isinstance(tool_call, str):
-                observation = tool_call
-            else:
-                call = ToolCall(tool, tool_call, own_config, timeout)
-                observation, artifact = yield call
+            call = ToolCall(tool, tool_call, own_config, state["settings"]["tool_timeout"])
+            observation, artifact = yield call
             latency = time.perf_counter() - started
     observation = truncate(storable(observation), state["settings"]["max_observation_chars"])
     turn = new_turn(
@@ -188,10 +185,19 @@ def run_tool(
 
 
 def tool_call_for(
-    state: State, config: RunnableConfig, deps: Deps, tool: BaseTool, arguments: dict[str, Any]
+    state: State,
+    config: RunnableConfig,
+    deps: Deps,
+    tool: BaseTool,
+    arguments: dict[str, Any] | str,
 ) -> dict[str, Any] | str:
     """The LangChain ``ToolCall`` for the tool, its injected arguments filled (its id is the
-    call's idempotency key); an Observation instead when they cannot be."""
+    call's idempotency key); a tool that takes only ``*args`` is called with the raw input.
+
+    Raises ValueError with the Observation when the injected arguments cannot be filled.
+    """
+    if isinstance(arguments, str):
+        return arguments
     call_id = idempotency_key(state)
     injected = deps.injected.get(tool.name)
     if injected:
@@ -210,7 +216,7 @@ def tool_call_for(
                 tools=list(deps.tools.values()),
             )
         except (KeyError, ValueError) as error:
-            return prompts.TOOL_ERROR.format(name=tool.name, error=str(error))
+            raise ValueError(prompts.TOOL_ERROR.format(name=tool.name, error=str(error))) from None
     return {"name": tool.name, "args": arguments, "id": call_id, "type": "tool_call"}
 
 

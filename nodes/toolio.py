@@ -1,13 +1,18 @@
 """A tool's input and output as the ReAct text protocol has them, for any ``BaseTool``.
 
 The model writes one string per action, ``tool_name[input]``. What the tool gets depends on the
-arguments the model is meant to see (``tool.tool_call_schema``: a pydantic model or a JSON-schema
-dict, injected arguments already left out):
+arguments the model is meant to see: ``tool.tool_call_schema`` (a pydantic model or a JSON-schema
+dict, injected arguments already left out) when the tool declares an ``args_schema``; else what
+its ``_run`` takes, as LangChain reads it (the classic ``Tool``: one string, ``tool_input``):
 
 - no argument: the input is ignored (``pid[]``, ``pid[now]`` both call it with no arguments);
 - one argument: the raw input under that argument's name (a non-string argument gets the input
   read as JSON when it parses: ``slow[2]`` is ``{"seconds": 2}``);
-- several: the input must be a JSON object of them.
+- several: the input must be a JSON object of them;
+- a schema-less tool that takes only ``*args``: the raw input itself, as LangChain passes a string.
+
+A tool whose arguments cannot be read (a pydantic schema with no JSON form) is still listed; a call
+to it is an Observation naming it and what it expects.
 
 The tool is then invoked with a LangChain ``ToolCall``, as ``ToolNode`` does, so it answers with a
 ``ToolMessage``: its content is the Observation, its artifact (``content_and_artifact`` tools)
@@ -16,12 +21,13 @@ is kept in the turn record.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, Tool
 from langgraph.types import Command
 
 from reactgraph.nodes import prompts
@@ -32,14 +38,67 @@ ARTIFACT_MAX_CHARS = 100_000
 of the run)."""
 
 
+# What a schema-less tool's ``_run`` takes that LangChain fills itself, never the model.
+_FILLED = frozenset({"self", "config", "run_manager", "callbacks"})
+RAW = "*args"
+"""The one "argument" of a schema-less tool that takes only ``*args``: it gets the raw input."""
+
+
+class Uncallable(ValueError):
+    """The loop cannot call this tool; the message is the model's Observation."""
+
+
+def _expects(tool: BaseTool) -> str:
+    fields = getattr(tool.args_schema, "model_fields", None) or {}
+    named = [f"{n}: {getattr(f.annotation, '__name__', f.annotation)}" for n, f in fields.items()]
+    return ", ".join(named) or type(tool.args_schema).__name__
+
+
+def _declared(tool: BaseTool) -> dict[str, Any]:
+    """What a tool without an ``args_schema`` takes. LangChain infers its ``tool_call_schema``
+    from ``_run``'s signature, which for the classic ``Tool`` is ``(*args, config, **kwargs)``;
+    ``tool.args`` says what it really takes (one string), and ``config`` is LangChain's."""
+    if isinstance(tool, Tool):
+        return dict(tool.args)
+    try:
+        parameters = inspect.signature(type(tool)._run).parameters.values()
+    except (TypeError, ValueError):
+        return dict(tool.args)
+    named = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    args = tool.args
+    found = {name: args.get(name, {}) for name in named if name not in _FILLED}
+    if not found and any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return {RAW: {"type": "string"}}
+    return found
+
+
 def visible_args(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """The arguments the model writes, name -> JSON schema, in the schema's order."""
-    schema: Any = tool.tool_call_schema
-    if not isinstance(schema, Mapping):
-        to_json = getattr(schema, "model_json_schema", None) or getattr(schema, "schema", None)
-        schema = to_json() if to_json is not None else {}
-    properties = schema.get("properties") or {}
+    """The arguments the model writes, name -> JSON schema, in the schema's order.
+
+    Raises ``Uncallable`` when the tool's schema has no JSON form to read them from.
+    """
+    try:
+        if tool.args_schema is None:
+            properties = _declared(tool)
+        else:
+            schema: Any = tool.tool_call_schema
+            if not isinstance(schema, Mapping):
+                to_json = getattr(schema, "model_json_schema", None) or schema.schema
+                schema = to_json()
+            properties = schema.get("properties") or {}
+    except Exception as error:  # pydantic's PydanticInvalidForJsonSchema, a broken schema
+        raise Uncallable(
+            prompts.TOOL_UNCALLABLE.format(
+                name=tool.name, expects=_expects(tool), why=_first_line(error)
+            )
+        ) from None
     return {name: spec for name, spec in properties.items() if name not in hidden}
+
+
+def _first_line(error: BaseException) -> str:
+    """An error's first line, its type's name when it has none."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
 
 
 def _kind(spec: Any) -> str:
@@ -73,14 +132,17 @@ def _one(name: str, spec: Any, text: str) -> Any:
 
 def tool_arguments(
     tool: BaseTool, tool_input: str, hidden: frozenset[str] = frozenset()
-) -> dict[str, Any]:
-    """The model's arguments for ``tool`` from its input string (see the module doc).
+) -> dict[str, Any] | str:
+    """The model's arguments for ``tool`` from its input string (see the module doc): a dict,
+    or the raw string for a tool that takes only ``*args``.
 
     Raises ValueError with the text the model should read when the input does not fit.
     """
     properties = visible_args(tool, hidden)
     if not properties:
         return {}
+    if list(properties) == [RAW]:
+        return tool_input
     if len(properties) == 1:
         name, spec = next(iter(properties.items()))
         return {name: _one(name, spec, tool_input)}

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.messages import BaseMessage
-from langchain_core.tools import BaseTool, StructuredTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 
 from reactgraph.nodes.tokens import message_text
 from reactgraph.scripted import Reply, ScriptedChatModel
@@ -179,6 +179,33 @@ class ToolLog:
             return inner.invoke(text)
 
         return StructuredTool.from_function(run, name=inner.name, description=inner.description)
+
+
+def classic_seed_tools(log: list[tuple[str, str]] | None = None) -> list[BaseTool]:
+    """The seed's search and calculator as classic ``Tool`` objects (one string in), the form
+    of most ReAct tutorials: over the bundled corpus, each call appended to ``log``. The
+    command line (``--tools tests.fakes:classic_seed_tools``) and the LangGraph server
+    (``REACTGRAPH_TOOLS``) load them too."""
+    from reactgraph.tools import LocalCorpus
+    from reactgraph.tools.calculator import evaluate, format_number
+
+    calls = log if log is not None else []
+    corpus = LocalCorpus()
+
+    def search(query: str) -> str:
+        calls.append(("search", query))
+        return corpus.search(query)
+
+    def calculate(expression: str) -> str:
+        calls.append(("calculator", expression))
+        return format_number(evaluate(expression))
+
+    return [
+        Tool(name="search", func=search, description="Search the encyclopedia for a topic."),
+        Tool.from_function(
+            func=calculate, name="calculator", description="Evaluate arithmetic, e.g. 2*(3+4)."
+        ),
+    ]
 
 
 @tool

@@ -39,6 +39,8 @@ FIELDS = {
     "observation": "o",
     "size": 200000,
     "tokens": 64,
+    "expects": "thing: Opaque",
+    "why": "no JSON schema",
 }
 TEMPLATES = {
     name: value

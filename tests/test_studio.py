@@ -25,8 +25,10 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Any:
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli is not installed")
     # The checkout's langgraph.json, with absolute paths, so the server's own files
-    # (.langgraph_api/) go to the temporary folder it runs in.
-    with langgraph_dev(tmp_path_factory.mktemp("studio")) as url:
+    # (.langgraph_api/) go to the temporary folder it runs in. Its tools are the seed's as
+    # classic `Tool` objects, loaded as a person loads their own.
+    env = {"REACTGRAPH_TOOLS": "tests.fakes:classic_seed_tools", "REACTGRAPH_DEFAULT_TOOLS": "0"}
+    with langgraph_dev(tmp_path_factory.mktemp("studio"), env=env) as url:
         yield url
 
 
@@ -66,6 +68,9 @@ def test_studio_serves_every_variant_end_to_end(
             "search",
             "calculator",
         ]
+        assert state["values"]["turns"][2]["observation"] == "48"
+    # The tools were the classic ones REACTGRAPH_TOOLS named.
+    assert "Evaluate arithmetic, e.g. 2*(3+4)." in str(openai_server.requests[0]["messages"])
 
 
 def test_langgraph_json_lists_every_variant() -> None:

@@ -121,9 +121,16 @@ def make_parser() -> Parser:
         'connection config: {"name": {"transport": "stdio", "command": ...}})',
     )
     run.add_argument(
+        "--tools",
+        action="append",
+        metavar="MODULE:NAME",
+        help="also give the agent your own tools: a BaseTool, a list of them, or a function "
+        "returning them, as package.module:name or path/to/file.py:name (repeatable)",
+    )
+    run.add_argument(
         "--no-default-tools",
         action="store_true",
-        help="leave out the bundled search and calculator (with --mcp)",
+        help="leave out the bundled search and calculator (with --mcp or --tools)",
     )
     add_setting_flags(run)
     timeout = Parser(add_help=False)

@@ -41,12 +41,18 @@ class RunOptions:
     """The absolute path of an MCP servers.json whose tools the agent also gets (``--mcp``)."""
     default_tools: bool = True
     """Whether the agent gets the bundled tools (``--no-default-tools`` leaves them out)."""
+    tools: tuple[str, ...] = ()
+    """The person's own tools, each ``module:name`` or an absolute ``file.py:name``
+    (``--tools``)."""
 
     @classmethod
     def of(cls, value: Mapping[str, Any] | None) -> RunOptions:
         """The options of a stored record; keys this version does not know are ignored."""
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in (value or {}).items() if k in known})
+        given = {k: v for k, v in (value or {}).items() if k in known}
+        if "tools" in given:
+            given["tools"] = tuple(given["tools"] or ())  # JSON keeps a list
+        return cls(**given)
 
     def as_dict(self) -> dict[str, Any]:
         """The options as the run record stores them."""

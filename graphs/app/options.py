@@ -24,6 +24,7 @@ from reactgraph.models import chat_model
 from reactgraph.storage.address import is_postgres
 from reactgraph.storage.database import DatabaseError, RunRecord, explain, thread_lock
 from reactgraph.storage.locks import Lease
+from reactgraph.tools.loading import load_tools, tools_address
 from reactgraph.variants import variant
 
 logger = logging.getLogger(__name__)
@@ -59,11 +60,25 @@ def run_settings(
         raise UsageError(f"--notes-in-db does not apply to the {args.variant} variant")
     if args.mcp is not None:
         options = dataclasses.replace(options, mcp=mcp_config(args.mcp))
+    if args.tools:
+        options = dataclasses.replace(options, tools=tuple(own_tools(t) for t in args.tools))
     if args.no_default_tools:
-        if args.mcp is None:
-            raise UsageError("--no-default-tools leaves no tools: give --mcp servers.json")
+        if args.mcp is None and not args.tools:
+            raise UsageError(
+                "--no-default-tools leaves no tools: give --mcp servers.json or --tools"
+            )
         options = dataclasses.replace(options, default_tools=False)
     return settings, options
+
+
+def own_tools(address: str) -> str:
+    """A ``--tools`` address as the run's record keeps it, once it has loaded (a worker, or a
+    resume in another folder, loads it again); a bad one is the person's mistake."""
+    try:
+        load_tools(address)
+        return tools_address(address)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def mcp_config(path: str) -> str:

@@ -27,6 +27,7 @@ from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, athread_lo
 from reactgraph.storage.pruning import prune_thread
 from reactgraph.storage.status import aread_thread
 from reactgraph.tools import default_tools
+from reactgraph.tools.loading import load_tools
 from reactgraph.variants import variant as spec_of
 
 
@@ -78,11 +79,14 @@ def tool_timeout(variant: str, settings: dict[str, Any]) -> float:
 
 
 def toolset(corpus: str | None, options: RunOptions, timeout: float) -> list[Any]:
-    """The bundled search (over ``corpus``) and calculator unless left out, and the tools of
-    the MCP servers in ``options.mcp``, each call bounded by ``timeout`` (the tool timeout)."""
+    """The bundled search (over ``corpus``) and calculator unless left out, the person's own
+    (``options.tools``), and the tools of the MCP servers in ``options.mcp``, each call
+    bounded by ``timeout`` (the tool timeout)."""
     tools: list[Any] = []
     if options.default_tools:
         tools += default_tools(corpus)
+    for address in options.tools:
+        tools += load_tools(address)
     if options.mcp:
         from reactgraph.tools.mcp import load_mcp_tools, normalize_servers
 
