@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from reactgraph.storage.backends import registered
+
 ROOT = Path(__file__).resolve().parents[1]
 _SHARED_CACHE = ROOT.parent / "shared" / "tiktoken-cache"
 # What tests must never leave inside the checkout (`make test` keeps `git status` clean).
@@ -115,10 +117,10 @@ def own_http_server() -> Any:
     server.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=[backend.name for backend in registered()])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A database for the test: a new SQLite file and, as a second test, the PostgreSQL test
-    server (skipped where there is none)."""
+    """A database for the test, once per registered storage backend: a new SQLite file, the
+    PostgreSQL test server (skipped where there is none)..."""
     from tests.test_persistence import database_at
 
     return database_at(request.param, tmp_path)

@@ -671,3 +671,78 @@ def scratch_database(server: str, prefix: str) -> Iterator[str]:
     finally:
         with psycopg.connect(server, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class MemoryBackend:
+    """A storage backend of the tests' own (``memory://NAME``): LangGraph's in-memory saver and
+    store, kept per name, and thread locks in this process. Registered only by the test that
+    shows a third backend is one module and one line (``tests/test_backends.py``)."""
+
+    name = "memory"
+    shared = False
+    keeps_steps = True
+    dialect: Any = None
+    kept: dict[str, Any] = {}  # noqa: RUF012 (one per process, as a database would be)
+    held: set[tuple[str, str]] = set()  # noqa: RUF012
+
+    def claims(self, db: str) -> bool:
+        return db.startswith("memory://")
+
+    def address(self, db: str) -> str:
+        return db
+
+    shown = address
+    lock_place = address
+
+    def exists(self, db: str) -> bool:
+        return db in self.kept
+
+    def faults(self) -> tuple[type[BaseException], ...]:
+        return ()
+
+    def explain(self, db: str, error: BaseException) -> str:
+        return f"the database {db} failed ({error})"
+
+    @contextlib.contextmanager
+    def open(self, db: str, read_only: bool) -> Iterator[Any]:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.store.memory import InMemoryStore
+
+        yield self.kept.setdefault(db, (InMemorySaver(), InMemoryStore()))
+
+    @contextlib.asynccontextmanager
+    async def aopen(self, db: str) -> Any:
+        with self.open(db, False) as opened:
+            yield opened
+
+    @contextlib.contextmanager
+    def lock(self, db: str, thread_id: str) -> Iterator[Any]:
+        from reactgraph.storage.locks import Lease, ThreadBusy
+
+        if (db, thread_id) in self.held:
+            raise ThreadBusy(f"thread {thread_id} is running in another process")
+        self.held.add((db, thread_id))
+        try:
+            yield Lease(thread_id)
+        finally:
+            self.held.discard((db, thread_id))
+
+    @contextlib.asynccontextmanager
+    async def alock(self, db: str, thread_id: str, saver: Any) -> Any:
+        with self.lock(db, thread_id) as lease:
+            yield lease
+
+    def delete_older(self, db: str, thread_id: str, keep: str) -> None:
+        saver = self.kept[db][0]
+        for namespaces in saver.storage.get(thread_id, {}).values():
+            for checkpoint_id in [c for c in namespaces if c < keep]:
+                del namespaces[checkpoint_id]
+
+    def compact(self, db: str) -> None:
+        pass
+
+    def owns(self, store: Any) -> bool:
+        return False  # its store is listed with ``search``
+
+
+BACKEND = MemoryBackend()

@@ -29,10 +29,11 @@ def test_the_default_tool_list_is_written_once() -> None:
     assert where(r"search_tools\([^)]*\),\s*calculator") == ["tools/__init__.py"]
 
 
-def test_durability_and_is_postgres_are_defined_once() -> None:
+def test_durability_and_the_backend_choice_are_defined_once() -> None:
     assert where(r"(?m)^DURABILITY\s*=") == ["graphs/graph.py"]
-    assert where(r"def _?is_postgres\(") == ["graphs/storage/address.py"]
-    assert where(r"""startswith\(\(["']postgresql://""") == ["graphs/storage/address.py"]
+    assert where(r"def _?is_postgres\(") == []
+    assert where(r"def database_backend\(") == ["graphs/storage/backends/__init__.py"]
+    assert where(r"""startswith\(\(["']postgresql://""") == ["graphs/storage/backends/postgres.py"]
 
 
 def test_every_step_and_action_names_a_node_body_that_exists() -> None:

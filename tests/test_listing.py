@@ -19,6 +19,7 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from reactgraph.storage import listing
+from reactgraph.storage.backends import postgres as postgres_backend
 from reactgraph.storage.database import RUNS, RunRecord, aopen_db, new_record, open_db
 from tests.test_postgres_setup import fresh_database
 
@@ -121,7 +122,7 @@ def postgres_plan(db: str, after: tuple[Any, str] | None) -> tuple[str, str, int
     how many rows it read (a plan that sorted the records would have a Sort there)."""
     sql, params = listing.page_query("postgres", True, 10, after)
     with psycopg.connect(db, autocommit=True) as connection, connection.transaction():
-        connection.execute(listing.PLANNER)
+        connection.execute(postgres_backend.PLANNER)
         [[plan]] = connection.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params).fetchall()
     top = plan[0]["Plan"]
     assert top["Node Type"] == "Limit", top
@@ -188,7 +189,7 @@ def test_the_async_opener_creates_the_index_too(db: str) -> None:
             assert connection.execute("SELECT to_regclass(%s)", (listing.INDEX,)).fetchone()[0]
     else:
         with sqlite3.connect(db) as connection:
-            assert listing._has_index(connection)
+            assert listing.has_index(connection, "sqlite")
 
 
 def test_a_record_without_a_start_time_ends_no_listing(db: str) -> None:

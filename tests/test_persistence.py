@@ -9,15 +9,16 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from reactgraph import build_graph
+from reactgraph.storage.backends import database_backend
 from reactgraph.storage.database import (
     ThreadBusy,
     aopen_db,
-    is_postgres,
     open_db,
     thread_lock,
     thread_status,
@@ -210,8 +211,17 @@ def test_two_workers_never_hold_the_same_thread(tmp_path: Path) -> None:
 
 
 def database_at(kind: str, folder: Path) -> str:
-    """A new SQLite file in ``folder`` (``kind`` "sqlite"), else the PostgreSQL test server."""
-    return str(folder / "runs.sqlite") if kind == "sqlite" else postgres_url()
+    """A database of the backend ``kind`` for a test: a new SQLite file in ``folder``, or the
+    PostgreSQL test server."""
+    return TEST_ADDRESSES[kind](folder)
+
+
+# A test address for each registered storage backend, by its name (the ``db`` fixture's params;
+# tests/test_backends.py checks that every backend has one).
+TEST_ADDRESSES: dict[str, Callable[[Path], str]] = {
+    "sqlite": lambda folder: str(folder / "runs.sqlite"),
+    "postgres": lambda folder: postgres_url(),
+}
 
 
 def postgres_url() -> str:
@@ -233,7 +243,7 @@ def postgres_url() -> str:
 @pytest.fixture
 def postgres(request: pytest.FixtureRequest) -> str:
     url = postgres_url()
-    assert is_postgres(url)
+    assert database_backend(url).name == "postgres"
     return url
 
 

@@ -5,16 +5,15 @@ standard library and the flags, so the Ctrl-C guard can use it before LangChain 
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 
 from reactgraph.app.flags import UsageError
-from reactgraph.storage.address import is_postgres
+from reactgraph.storage.backends import database_backend
 
 
 def resume_hint(thread: str, db: str) -> str:
     """The command that continues the thread, from any folder."""
-    where = db if is_postgres(db) else os.path.abspath(db)
+    where = database_backend(db).address(db)
     return f"reactgraph resume {shlex.quote(thread)} --db {shlex.quote(where)}"
 
 

@@ -10,18 +10,16 @@ import contextlib
 import dataclasses
 import logging
 import os
-import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 from langchain_core.language_models import BaseChatModel
 
 from reactgraph import build_graph
 from reactgraph.app.flags import RunOptions, UsageError, settings_from
 from reactgraph.app.runner import tool_timeout, toolset
 from reactgraph.models import chat_model
-from reactgraph.storage.address import is_postgres
+from reactgraph.storage.backends import database_backend, faults
 from reactgraph.storage.database import DatabaseError, RunRecord, explain, thread_lock
 from reactgraph.storage.locks import Lease
 from reactgraph.tools.loading import load_tools, tools_address
@@ -29,8 +27,8 @@ from reactgraph.variants import variant
 
 logger = logging.getLogger(__name__)
 
-# What a database can raise mid-command: SQLite's and psycopg's own errors.
-DB_FAULTS = (sqlite3.Error, psycopg.Error)
+# What a database can raise mid-command: every backend's driver's own errors.
+DB_FAULTS = faults()
 
 
 def make_model(name: str, base_url: str | None, timeout: float) -> BaseChatModel:
@@ -122,7 +120,7 @@ def held(db: str, thread: str) -> Iterator[Lease]:
     try:
         lease = lock.enter_context(thread_lock(db, thread))
     except OSError as error:
-        where = db if is_postgres(db) else f"{db}.locks"
+        where = database_backend(db).lock_place(db)
         raise DatabaseError(
             f"cannot lock thread {thread} in {where} ({error.strerror or error}); make the "
             "database's folder writable, or pass another --db"

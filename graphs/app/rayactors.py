@@ -14,7 +14,7 @@ from typing import Any
 
 from reactgraph.app.engines import EngineError
 from reactgraph.app.pool import Job, OpenRunner, failed
-from reactgraph.storage.locks import is_postgres
+from reactgraph.storage.backends import database_backend
 
 SHARE = 0.001
 """The CPU each actor reserves (a bundle of the placement group must ask for something)."""
@@ -78,9 +78,10 @@ def cluster_workers(ray: Any) -> int:
 
 
 def check_shared(ray: Any, db: str | None) -> None:
-    """``EngineError`` for a SQLite file on a cluster of more than one node."""
+    """``EngineError`` for a database only one machine can use (a SQLite file) on a cluster of
+    more than one node."""
     nodes = [node for node in ray.nodes() if node.get("Alive")]
-    if db and not is_postgres(db) and len(nodes) > 1:
+    if db and not database_backend(db).shared and len(nodes) > 1:
         raise EngineError(
             f"the runs cannot be kept in the SQLite file {db} on a Ray cluster of {len(nodes)} "
             "nodes: each node would have a file of its own; pass --db postgresql://..."

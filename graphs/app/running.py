@@ -27,7 +27,7 @@ from reactgraph.app.viewing import load_record, reader
 from reactgraph.graph import DURABILITY
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
-from reactgraph.storage.address import is_postgres
+from reactgraph.storage.backends import database_backend
 from reactgraph.storage.database import (
     DatabaseError,
     RunRecord,
@@ -73,7 +73,7 @@ def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str, l
                 "stopped before writing again (another process may have taken the thread over)"
                 f". The run is saved up to its last step; resume it with: {hint}"
             )
-        out.fail(text + (after if is_postgres(db) else ""))
+        out.fail(text + (after if database_backend(db).keeps_steps else ""))
         return 2
     values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
     out.print_result(values)
@@ -117,7 +117,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    if not is_postgres(args.db) and not os.path.exists(args.db):
+    if not database_backend(args.db).exists(args.db):
         raise UsageError(f"no database at {args.db}")  # nothing to resume; create nothing
     with open_db(args.db) as (saver, store), held(args.db, args.thread) as lease:
         record = load_record(store, args.thread, args.db)
@@ -193,7 +193,7 @@ def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> 
         raise UsageError(f"corpus folder not found: {args.corpus}")
     settings, options = run_settings(args, variants)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
-    db = args.db if is_postgres(args.db) else os.path.abspath(args.db)
+    db = database_backend(args.db).address(args.db)
     with open_db(db):
         pass  # a database that cannot be used is one line now, not one per worker
     return Recipe(
@@ -224,7 +224,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
                 pruned += 1
             else:
                 skipped += 1
-    if pruned and not is_postgres(args.db):
+    if pruned:
         vacuum(args.db)
     out.console.print(f"pruned {pruned} finished thread(s); {skipped} not finished, kept whole")
     return 0

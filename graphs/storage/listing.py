@@ -3,9 +3,10 @@
 LangGraph's stores page ``search`` with ``ORDER BY updated_at DESC LIMIT ? OFFSET ?``: each page
 sorts (or skips) every record before it, so reading them all is quadratic (110,000 records took
 214 s). This module is the one place that reads LangGraph's own ``store`` table in SQL, on
-SQLite and PostgreSQL: an index of ours, ``reactgraph_runs_by_start``, holds the run records
-(prefix ``reactgraph.runs`` only) by the record's own start time (``created``) and key, and each
-page starts where the last one ended (keyset paging), reading only its own rows.
+every backend (each says how its SQL reads it: ``reactgraph.storage.backends.Dialect``): an index
+of ours, ``reactgraph_runs_by_start``, holds the run records (prefix ``reactgraph.runs`` only) by
+the record's own start time (``created``) and key, and each page starts where the last one ended
+(keyset paging), reading only its own rows.
 
 The order is newest run first, by when the run started. A record's start time and key never
 change when it is saved again (``resume --model`` keeps ``created``), so a record saved while a
@@ -28,54 +29,39 @@ from typing import Any
 import orjson
 from langgraph.store.base import BaseStore
 
+from reactgraph.storage.backends import INDEX, Backend, Dialect, backend_named, store_backend
+
 logger = logging.getLogger(__name__)
 
 RUNS = ("reactgraph", "runs")
 PREFIX = ".".join(RUNS)  # how LangGraph's SQL stores spell a namespace (``_namespace_to_text``)
-INDEX = "reactgraph_runs_by_start"
-# A record's start time, as each database reads it from the stored JSON. SQLite's store keeps
-# orjson's bytes, a BLOB, which SQLite 3.45+ would read as its binary JSONB: cast to text first.
-# PostgreSQL keeps jsonb, whose numbers compare as numbers. A record without one counts as
-# started at 0 (a NULL would end the paging there: nothing compares with it).
-_START = {
-    "sqlite": "IFNULL(json_extract(CAST(value AS TEXT), '$.created'), 0)",
-    "postgres": "COALESCE(value -> 'created', '0'::jsonb)",
-}
-_MARK = {"sqlite": "?", "postgres": "%s::jsonb"}  # a start time given back as a parameter
-# PostgreSQL, before its statistics count the records (right after many were written), may
-# plan a page as a sort of every record older than the mark: only the index's order is allowed.
-PLANNER = "SET LOCAL enable_sort = off"
 
 
-def create_index_sql(dialect: str) -> str:
-    start = _START[dialect]
+def _dialect_of(dialect: str | Dialect) -> Dialect:
+    return backend_named(dialect).dialect if isinstance(dialect, str) else dialect
+
+
+def create_index_sql(dialect: str | Dialect) -> str:
+    start = _dialect_of(dialect).start
     return f"CREATE INDEX IF NOT EXISTS {INDEX} ON store ({start}, key) WHERE prefix = '{PREFIX}'"
 
 
-def ensure_index(connection: Any) -> None:
-    """Create the index (once) over a sqlite3 connection or a psycopg autocommit one."""
-    if not _has_index(connection):
-        dialect = "sqlite" if _is_sqlite(connection) else "postgres"
-        connection.execute(create_index_sql(dialect))
-        logger.info("created the index %s of the run records", INDEX)
-
-
-async def aensure_index(connection: Any) -> None:
-    """``ensure_index`` over a psycopg ``AsyncConnection`` (autocommit)."""
-    found = await (await connection.execute("SELECT to_regclass(%s)", (INDEX,))).fetchone()
-    if found[0] is None:
-        await connection.execute(create_index_sql("postgres"))
+def ensure_index(connection: Any, backend: Backend) -> None:
+    """Create the index (once) over the backend's sync connection (autocommit)."""
+    if not backend.dialect.has_index(connection):
+        connection.execute(create_index_sql(backend.dialect))
         logger.info("created the index %s of the run records", INDEX)
 
 
 def record_pages(store: BaseStore, size: int) -> Iterator[list[dict[str, Any]]]:
     """The stored values of every run record, ``size`` at a time (see the module's doc)."""
-    dialect = _dialect(store)
-    if dialect is None:
+    backend = store_backend(store)
+    if backend is None:
         yield from _searched(store, size)
         return
-    with _cursor(store, dialect) as cursor:
-        by_start = _has_index(cursor)
+    dialect = backend.dialect
+    with dialect.cursor(store) as cursor:
+        by_start = dialect.has_index(cursor)
     if not by_start:
         logger.info("no index %s (a database only read since): listing by thread id", INDEX)
     after: tuple[Any, str] | None = None
@@ -88,34 +74,31 @@ def record_pages(store: BaseStore, size: int) -> Iterator[list[dict[str, Any]]]:
 
 
 def read_page(
-    store: BaseStore, dialect: str, by_start: bool, size: int, after: tuple[Any, str] | None
-) -> list[tuple[str, Any, Any]]:
+    store: BaseStore,
+    dialect: str | Dialect,
+    by_start: bool,
+    size: int,
+    after: tuple[Any, str] | None,
+) -> list[tuple[Any, ...]]:
     """One page: ``(key, value, start mark)`` rows after ``after`` (the last row's mark and key)."""
-    sql, params = page_query(dialect, by_start, size, after)
-    with _cursor(store, dialect) as cursor:
-        if dialect == "sqlite":
-            return [tuple(row) for row in cursor.execute(sql, params).fetchall()]
-        with cursor.connection.transaction():
-            cursor.execute(PLANNER)
-            rows = cursor.execute(sql, params).fetchall()
-        return [tuple(row.values()) for row in rows]  # dict rows
+    chosen = _dialect_of(dialect)
+    sql, params = page_query(chosen, by_start, size, after)
+    with chosen.cursor(store) as cursor:
+        return chosen.rows(cursor, sql, params)
 
 
 def page_query(
-    dialect: str, by_start: bool, size: int, after: tuple[Any, str] | None
+    dialect: str | Dialect, by_start: bool, size: int, after: tuple[Any, str] | None
 ) -> tuple[str, tuple[Any, ...]]:
     """The SQL of one page and its parameters, by start time (the index) or by key."""
-    p = "?" if dialect == "sqlite" else "%s"
+    chosen = _dialect_of(dialect)
+    p = chosen.param
     if not by_start:  # the table's primary key (prefix, key)
         where = f" AND key > {p}" if after else ""
         sql = f"SELECT key, value, NULL FROM store WHERE prefix = '{PREFIX}'{where}"
         return f"{sql} ORDER BY key LIMIT {p}", ((after[1], size) if after else (size,))
-    start, mark = _START[dialect], _MARK[dialect]
-    # SQLite, without statistics, would rather take LangGraph's prefix index and sort every
-    # record for each page: INDEXED BY makes it use ours (or fail, never be slow).
-    table = f"store INDEXED BY {INDEX}" if dialect == "sqlite" else "store"
-    shown = f"{start}::text" if dialect == "postgres" else start  # given back exactly as stored
-    sql = f"SELECT key, value, {shown} FROM {table} WHERE prefix = '{PREFIX}'"
+    start, mark = chosen.start, chosen.mark
+    sql = f"SELECT key, value, {chosen.shown} FROM {chosen.table} WHERE prefix = '{PREFIX}'"
     if after:
         # Not the row value ``(start, key) < (?, ?)``: SQLite would scan the index from its top
         # for it. ``start <= mark`` is a range of the index; the rest only breaks ties.
@@ -137,33 +120,7 @@ def _searched(store: BaseStore, size: int) -> Iterator[list[dict[str, Any]]]:
         offset, previous = offset + len(items), {item.key for item in items}
 
 
-def _dialect(store: BaseStore) -> str | None:
-    """Which SQL the store's table speaks, for LangGraph's own sync stores; None for others."""
-    from langgraph.store.sqlite import SqliteStore
-
-    if isinstance(store, SqliteStore):
-        return "sqlite"
-    try:
-        from langgraph.store.postgres import PostgresStore
-    except ImportError:  # no psycopg: no PostgreSQL store either
-        return None
-    return "postgres" if isinstance(store, PostgresStore) else None
-
-
-def _cursor(store: Any, dialect: str) -> Any:
-    """The store's own cursor (its lock held, its connection or pool): LangGraph's internal."""
-    return store._cursor(transaction=False) if dialect == "sqlite" else store._cursor()
-
-
-def _is_sqlite(connection: Any) -> bool:
-    return type(connection).__module__.startswith("sqlite3")
-
-
-def _has_index(connection: Any) -> bool:
-    """Whether the index exists, asked over a connection or a cursor of either database."""
-    if _is_sqlite(connection):
-        query = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?"
-        row = connection.execute(query, (INDEX,)).fetchone()
-        return bool(row[0])
-    found = connection.execute("SELECT to_regclass(%s) AS found", (INDEX,)).fetchone()
-    return (found["found"] if isinstance(found, dict) else found[0]) is not None
+def has_index(connection: Any, backend: str | Backend) -> bool:
+    """Whether the index exists, asked over a connection or a cursor of the backend."""
+    chosen = backend_named(backend) if isinstance(backend, str) else backend
+    return chosen.dialect.has_index(connection)

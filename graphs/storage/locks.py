@@ -1,7 +1,8 @@
 """One process per thread: thread locks, and a checkpointer that writes only under its lock.
 
-``thread_lock(db, thread)`` holds a thread for this process: a PostgreSQL session advisory lock
-(any number of machines) or an exclusive ``flock`` beside a SQLite file (one machine). A second
+``thread_lock(db, thread)`` holds a thread for this process, as the database's backend does it
+(``reactgraph.storage.backends``): a PostgreSQL session advisory lock (any number of machines) or
+an exclusive ``flock`` beside a SQLite file (one machine). A second
 process gets ``ThreadBusy``; a lock dies with its holder.
 
 A PostgreSQL session lock also dies with its connection, while the process goes on. So that a
@@ -20,16 +21,13 @@ connection.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from reactgraph.nodes.notes import safe_name
-from reactgraph.storage.address import is_postgres
+from reactgraph.storage.backends import database_backend
 
 
 class ThreadBusy(RuntimeError):
@@ -90,30 +88,8 @@ class Lease:
 @contextlib.contextmanager
 def thread_lock(db: str, thread_id: str) -> Iterator[Lease]:
     """Hold the thread for this process; ``ThreadBusy`` when another holds it."""
-    if is_postgres(db):
-        import psycopg
-
-        # The name shows in pg_stat_activity, so an operator can see who holds which thread.
-        name = f"reactgraph-lock:{thread_id}"[:63]
-        with psycopg.connect(db, autocommit=True, application_name=name) as connection:
-            key = connection.execute("SELECT hashtextextended(%s, 0)", (thread_id,)).fetchone()[0]
-            got = connection.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-            if not got or not got[0]:
-                raise ThreadBusy(f"thread {thread_id} is running in another process")
-            try:
-                yield Lease(thread_id, connection)
-            finally:
-                with contextlib.suppress(Exception):  # a dead connection has let go already
-                    connection.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        return
-    folder = Path(f"{db}.locks")
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{safe_name(thread_id)}.lock", "w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ThreadBusy(f"thread {thread_id} is running in another process") from None
-        yield Lease(thread_id)
+    with database_backend(db).lock(db, thread_id) as lease:
+        yield lease
 
 
 @contextlib.asynccontextmanager
@@ -121,26 +97,8 @@ async def athread_lock(db: str, thread_id: str, saver: BaseCheckpointSaver) -> A
     """``thread_lock`` for async runs: on PostgreSQL the lock's connection is async, and the
     lease's ``writer`` (a saver like the async ``saver``, over that connection) is what
     ``guarded`` writes the thread's checkpoints with."""
-    if not is_postgres(db):
-        with thread_lock(db, thread_id) as lease:  # a flock: local and quick
-            yield lease
-        return
-    import psycopg
-
-    name = f"reactgraph-lock:{thread_id}"[:63]
-    async with await psycopg.AsyncConnection.connect(
-        db, autocommit=True, application_name=name
-    ) as connection:
-        found = await connection.execute("SELECT hashtextextended(%s, 0)", (thread_id,))
-        key = (await found.fetchone())[0]
-        got = await (await connection.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone()
-        if not got or not got[0]:
-            raise ThreadBusy(f"thread {thread_id} is running in another process")
-        try:
-            yield Lease(thread_id, connection, type(saver)(connection, serde=saver.serde))
-        finally:
-            with contextlib.suppress(Exception):  # a dead connection has let go already
-                await connection.execute("SELECT pg_advisory_unlock(%s)", (key,))
+    async with database_backend(db).alock(db, thread_id, saver) as lease:
+        yield lease
 
 
 def lease_saver(saver: BaseCheckpointSaver, lease: Lease) -> BaseCheckpointSaver:

@@ -9,15 +9,13 @@ thread's older checkpoints and writes. A kill at any point leaves a readable thr
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 from typing import Any
 
 from langgraph.channels import DeltaChannel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite
 
-from reactgraph.storage.address import is_postgres
+from reactgraph.storage.backends import database_backend
 from reactgraph.storage.status import read_thread, status_of
 
 
@@ -47,34 +45,7 @@ def _delete_older(db: str, thread: str, keep: str) -> None:
     no checkpoint left uses), on a connection of its own: the run's may be async, or busy.
     Checkpoint ids sort by time, so ``keep`` and anything newer (another prune's own snapshot,
     say) always stay: two prunes of one thread at once leave its newest checkpoint."""
-    if is_postgres(db):
-        import psycopg
-
-        with psycopg.connect(db) as connection, connection.transaction():
-            connection.execute(
-                "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_id < %s",
-                (thread, keep),
-            )
-            connection.execute(
-                "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_id < %s",
-                (thread, keep),
-            )
-            connection.execute(
-                "DELETE FROM checkpoint_blobs b WHERE b.thread_id = %s AND NOT EXISTS ("
-                " SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id"
-                " AND c.checkpoint_ns = b.checkpoint_ns"
-                " AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)",
-                (thread,),
-            )
-        return
-    with contextlib.closing(sqlite3.connect(db, timeout=30)) as connection, connection:
-        connection.execute(
-            "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id < ?",
-            (thread, keep),
-        )
-        connection.execute(
-            "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id < ?", (thread, keep)
-        )
+    database_backend(db).delete_older(db, thread, keep)
 
 
 def prune_thread(graph: CompiledStateGraph, db: str, thread: str) -> None:
@@ -87,6 +58,6 @@ def prune_thread(graph: CompiledStateGraph, db: str, thread: str) -> None:
 
 
 def vacuum(db: str) -> None:
-    """Give a SQLite file's freed pages back to the disk."""
-    with contextlib.closing(sqlite3.connect(db, timeout=30, isolation_level=None)) as connection:
-        connection.execute("VACUUM")
+    """Give the database's freed space back to the disk, where it does not do so itself (a
+    SQLite file's pages)."""
+    database_backend(db).compact(db)
