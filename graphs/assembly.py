@@ -117,10 +117,10 @@ def route_after_parse_reply(
 
 
 def route_after_turn(
-    after: Mapping[str, Any], at_cap: str, loop: str
+    after: Mapping[str, Any], at_cap: str, loop: str, deps: Deps
 ) -> Literal["force_answer", "stop_run"] | str:
     """After a completed turn: the cap exit once ``max_turns`` turns are done, else round again."""
-    return at_cap if turn_cap_reached(after) else loop
+    return at_cap if turn_cap_reached(after, deps.run_settings(after)) else loop
 
 
 def start_with_context(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:
@@ -128,7 +128,7 @@ def start_with_context(state: State, config: RunnableConfig, deps: Deps) -> dict
     checked: the context is the graph's own schema, built from the caller's mapping)."""
     context = get_runtime().context
     chosen = vars(context) if context is not None else {}
-    return start_run(state, config, deps, {**deps.settings, **chosen})
+    return start_run(state, config, deps, deps.settings_type.of({**deps.settings, **chosen}))
 
 
 # The node each cap exit names.
@@ -164,7 +164,7 @@ def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
         Node("parse_reply", parse_reply, deps, parse_route),
         destinations=("run_tool", *sorted(actions), END),
     )
-    turn_route = partial(route_after_turn, at_cap=variant.at_cap, loop=loop)
+    turn_route = partial(route_after_turn, at_cap=variant.at_cap, loop=loop, deps=deps)
     for name, body in (("run_tool", run_tool), *((a.name, a.body) for a in variant.actions)):
         node = Node(name, body, deps, turn_route)
         builder.add_node(name, node, destinations=(loop, variant.at_cap))

@@ -71,6 +71,7 @@ def build_graph(
         model,
         tools,
         values,
+        settings_type=spec.settings_type,
         view=spec.view,
         token_counter=token_counter,
         summarizer=summarizer,

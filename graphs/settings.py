@@ -1,6 +1,8 @@
 """Settings: each declared once, checked by one function at build time and per run alike.
 
-A variant's spec lists its ``Setting`` values. ``build_graph`` checks the keyword arguments with
+Every setting is a field of a run-settings class (``reactgraph.nodes.run_settings``: its type,
+default, description and bounds); ``settings_of`` turns a variant's class into its ``Setting``
+values, with the variant's own defaults. ``build_graph`` checks the keyword arguments with
 ``Setting.check``; the same check runs when a run's context is turned into the graph's context
 schema (a dataclass made from the spec, whose defaults are the values the graph was built with,
 so Studio's form shows exactly that variant's fields and their real values).
@@ -10,10 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from os import PathLike
 from typing import Any
+
+from reactgraph.nodes.run_settings import RunSettings
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,36 @@ class Setting:
         if self.maximum is not None and value > self.maximum:
             raise ValueError(f"{self.name} must be <= {self.maximum:g}, got {value}")
         return value
+
+
+def _kind(hint: Any) -> tuple[type, bool]:
+    """A field's type as a setting's kind, and whether None is a value of it."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        kinds = [k for k in typing.get_args(hint) if k is not type(None)]
+        return kinds[0], len(kinds) < len(typing.get_args(hint))
+    return hint, False
+
+
+def settings_of(kind: type[RunSettings], **defaults: Any) -> tuple[Setting, ...]:
+    """The ``Setting`` of every field of ``kind``, in the class's order, with ``defaults``
+    (a variant's own: ``max_turns=40``) over the declared ones."""
+    hints = typing.get_type_hints(kind)
+    unknown = set(defaults) - {f.name for f in dataclasses.fields(kind)}
+    if unknown:
+        raise ValueError(f"{kind.__name__} has no setting {', '.join(sorted(unknown))}")
+    found = []
+    for item in dataclasses.fields(kind):
+        own, optional = _kind(hints[item.name])
+        found.append(
+            Setting(
+                item.name,
+                own,
+                defaults.get(item.name, item.default),
+                optional=optional,
+                **item.metadata["setting"],
+            )
+        )
+    return tuple(found)
 
 
 def check_all(

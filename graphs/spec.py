@@ -10,13 +10,14 @@ nothing else in the code asks which variant it is running.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.statuses import Status
 from reactgraph.nodes.view import WHOLE, View
-from reactgraph.settings import Setting
+from reactgraph.settings import Setting, check_all, settings_of
 
 if TYPE_CHECKING:
     from reactgraph.nodes.deps import Deps
@@ -73,8 +74,10 @@ class Variant:
     name: str
     summary: str
     """One line for ``--help``, Studio and the README."""
-    settings: tuple[Setting, ...]
-    """Every setting it takes, with this variant's defaults."""
+    settings_type: type[RunSettings]
+    """Its runs' settings: the class whose fields it takes (``NotesSettings``...)."""
+    defaults: Mapping[str, Any]
+    """Its own defaults over the declared ones (``{"max_turns": 40}``)."""
     statuses: tuple[Status, ...]
     """How its runs can end."""
     before_model: tuple[Step, ...] = ()
@@ -85,6 +88,17 @@ class Variant:
     objects: frozenset[str] = frozenset()
     """Build-time Python objects it accepts beyond the model and tools: ``store``,
     ``token_counter``, ``summarizer``."""
+
+    settings: tuple[Setting, ...] = field(init=False)
+    """Every setting it takes (each field of ``settings_type``), with this variant's defaults."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "settings", settings_of(self.settings_type, **self.defaults))
+
+    def built(self, given: Mapping[str, Any]) -> RunSettings:
+        """The settings a graph of this variant built with ``given`` has, as one value;
+        ValueError/TypeError as ``build_graph`` would raise them."""
+        return self.settings_type.of(check_all(self.name, self.settings, given, where="build"))
 
     def setting(self, name: str) -> Setting | None:
         """Its setting of that name, if it has one."""

@@ -17,6 +17,7 @@ from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.model import ask
 from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.run_settings import CompactionSettings, narrowed
 from reactgraph.nodes.state import CompactionRecord, ModelReply, State, Turn
 from reactgraph.nodes.tooling import truncate
 from reactgraph.nodes.transcript import render_prompt, visible_turns
@@ -148,13 +149,15 @@ class _Plan:
 
 def _plan(state: State, deps: Deps) -> _Plan | dict[str, Any]:
     """What to compact, or the update to return when nothing (more) can be done."""
-    settings = state["settings"]
-    limit = settings["compaction_threshold"] * settings["context_window"]
-    before = deps.context_counter(render_prompt(state, deps.view, deps.tool_descriptions))
+    settings = narrowed(deps.run_settings(state), CompactionSettings)
+    if settings.context_window is None:
+        raise ValueError("compaction needs the context window (build_graph looks it up)")
+    limit = settings.compaction_threshold * settings.context_window
+    before = deps.context_counter(render_prompt(state, deps.view, deps.tool_descriptions, settings))
     if before < limit:
         return {}
-    window = visible_turns(state, deps.view)
-    keep = min(settings["keep_turns"], len(window))
+    window = visible_turns(state, deps.view, settings)
+    keep = min(settings.keep_turns, len(window))
     dropped, kept = window[: len(window) - keep], window[len(window) - keep :]
     if not dropped:
         # Only the kept turns are left: nothing can be summarized without losing them.
@@ -193,7 +196,7 @@ def _compacted(
         "summary": summary if summary is not None else state.get("summary"),
     }
     record["tokens_after"] = deps.context_counter(
-        render_prompt(fresh, deps.view, deps.tool_descriptions)
+        render_prompt(fresh, deps.view, deps.tool_descriptions, deps.run_settings(state))
     )
     logger.info(
         "compaction after turn %d: %d -> %d prompt tokens (limit %d)%s",

@@ -16,6 +16,7 @@ from reactgraph.nodes.chat import is_new_question
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.model import read_reply
 from reactgraph.nodes.questions import content_parts, unread_note
+from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.state import ParsedReply, State, Turn
 from reactgraph.nodes.transcript import new_turn
 
@@ -34,7 +35,7 @@ def question_of(state: Mapping[str, Any]) -> str | None:
 
 
 def start_run(
-    state: State, config: RunnableConfig, deps: Deps, settings: Mapping[str, Any]
+    state: State, config: RunnableConfig, deps: Deps, settings: RunSettings
 ) -> dict[str, Any]:
     """Begin a run: fix its settings and thread id, and clear what a previous run on the same
     thread left behind (a resumed run does not come through here)."""
@@ -53,7 +54,7 @@ def start_run(
         logger.warning("the question's %s went unread: only text is read", unread_note(unread))
     return {
         **fixed,
-        "settings": dict(settings),
+        "settings": settings.as_dict(),
         "thread_id": str(thread_id),
         "run": (state.get("run") or 0) + 1,
         "turns": Overwrite([]),
@@ -99,11 +100,12 @@ def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, A
     reply = state["reply"]
     if reply is None:
         raise ValueError("parse_reply needs a model reply in the state")
-    cap = state["settings"].get("max_completion_tokens")
-    parsed = read_reply(reply, deps.action_names, cap)  # a reply cut at the cap is not read
+    settings = deps.run_settings(state)
+    # A reply cut at the cap is not read.
+    parsed = read_reply(reply, deps.action_names, settings.max_completion_tokens)
     update: dict[str, Any] = {"parsed": parsed}
     turns = state.get("turns") or []
-    limit = state["settings"]["stuck_repeats"]
+    limit = settings.stuck_repeats
     if parsed["kind"] == "answer":
         update["turns"] = [new_turn(state, "answer", reply=reply, parsed=parsed)]
         update.update(answer=parsed["answer"], status="answered")
@@ -114,9 +116,9 @@ def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, A
     return update
 
 
-def turn_cap_reached(state: Mapping[str, Any]) -> bool:
+def turn_cap_reached(state: Mapping[str, Any], settings: RunSettings) -> bool:
     """Whether the run has used its ``max_turns`` turns."""
-    return len(state.get("turns") or []) >= state["settings"]["max_turns"]
+    return len(state.get("turns") or []) >= settings.max_turns
 
 
 def stop_run(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from langgraph.store.base import BaseStore
 from reactgraph.nodes import prompts
 from reactgraph.nodes.injection import Injected, injected_args
 from reactgraph.nodes.providers import ModelCaller
+from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.tokens import TokenCounter
 from reactgraph.nodes.toolio import Uncallable, describe_schema, visible_args
 from reactgraph.nodes.view import WHOLE, View
@@ -98,6 +99,8 @@ class Deps:
     tools: Mapping[str, BaseTool]
     settings: Mapping[str, Any]
     """The variant's settings as built (a run's context may override the per-run ones)."""
+    settings_type: type[RunSettings]
+    """The variant's settings class: what ``run_settings`` makes."""
     view: View
     tool_descriptions: str
     token_counter: TokenCounterFn
@@ -116,9 +119,14 @@ class Deps:
     _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def caller_for(self, settings: Mapping[str, Any]) -> ModelCaller:
+    def run_settings(self, state: Mapping[str, Any]) -> RunSettings:
+        """The run's settings as one typed value: its stored settings over the built ones (a
+        run started before a setting existed gets the built value)."""
+        return self.settings_type.of({**self.settings, **(state.get("settings") or {})})
+
+    def caller_for(self, settings: RunSettings) -> ModelCaller:
         """The built model's caller, or one for the run's ``model_name``/``base_url``."""
-        name, url = settings.get("model_name"), settings.get("base_url")
+        name, url = settings.model_name, settings.base_url
         if not name and not url:
             return self.caller
         if self.model_factory is None:
@@ -143,6 +151,7 @@ def make_deps(
     tools: Sequence[BaseTool],
     settings: Mapping[str, Any],
     *,
+    settings_type: type[RunSettings] = RunSettings,
     view: View = WHOLE,
     token_counter: TokenCounterFn | None = None,
     summarizer: BaseChatModel | None = None,
@@ -185,6 +194,7 @@ def make_deps(
         model=model,
         tools=by_name,
         settings=settings,
+        settings_type=settings_type,
         view=view,
         tool_descriptions=describe_tools(tools, extra_actions, injected),
         token_counter=counter,

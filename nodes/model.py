@@ -61,7 +61,7 @@ def _log_prompt(messages: list[BaseMessage]) -> None:
 def limits(deps: Deps, state: State) -> Limits:
     """The run's limits on its model calls: its settings over the built ones (a run started
     before a setting existed gets the built value)."""
-    return Limits.of({**deps.settings, **(state.get("settings") or {})})
+    return Limits.of(deps.run_settings(state))
 
 
 def ask(
@@ -118,8 +118,9 @@ def call_model(
     state: State, config: RunnableConfig, deps: Deps
 ) -> Generator[Effect, Any, dict[str, Any]]:
     """Render the model's view of the transcript and ask the model for the next turn."""
-    messages = render_prompt(state, deps.view, deps.tool_descriptions)
-    caller = deps.caller_for(state["settings"])
+    settings = deps.run_settings(state)
+    messages = render_prompt(state, deps.view, deps.tool_descriptions, settings)
+    caller = deps.caller_for(settings)
     reply = yield from ask(deps, caller, messages, config, STOP, state)
     return {"reply": reply, "parsed": None}
 
@@ -128,11 +129,12 @@ def force_answer(
     state: State, config: RunnableConfig, deps: Deps
 ) -> Generator[Effect, Any, dict[str, Any]]:
     """At the turn cap: one last call that must answer; its answer ends the run."""
+    settings = deps.run_settings(state)
     messages = [
-        *render_prompt(state, deps.view, deps.tool_descriptions),
+        *render_prompt(state, deps.view, deps.tool_descriptions, settings),
         HumanMessage(prompts.FORCE_ANSWER),
     ]
-    caller = deps.caller_for(state["settings"])
+    caller = deps.caller_for(settings)
     reply = yield from ask(deps, caller, messages, config, STOP, state)
     parsed = parse_react(reply["text"], deps.action_names)
     if parsed["kind"] == "answer":

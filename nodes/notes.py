@@ -20,6 +20,7 @@ from langgraph.store.base import BaseStore
 from reactgraph.nodes import prompts
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Blocking, Effect
+from reactgraph.nodes.run_settings import NotesSettings, narrowed
 from reactgraph.nodes.state import State
 from reactgraph.nodes.transcript import new_turn
 
@@ -168,7 +169,7 @@ def backend_for(state: State, deps: Deps) -> NotesBackend:
     """The store given to ``build_graph``, else the folder of the ``notes_dir`` setting."""
     if deps.store is not None:
         return StoreNotes(deps.store)
-    return FileNotes(state["settings"]["notes_dir"])
+    return FileNotes(narrowed(deps.run_settings(state), NotesSettings).notes_dir)
 
 
 def load_notes(
@@ -193,7 +194,7 @@ def update_notes(
     if parsed is None or reply is None:
         raise ValueError("update_notes needs a parsed reply in the state")
     text = parsed["action_input"] or ""
-    limit = state["settings"]["max_notes_chars"]
+    limit = narrowed(deps.run_settings(state), NotesSettings).max_notes_chars
     update: dict[str, Any] = {}
     if len(text) > limit:
         observation = prompts.NOTES_TOO_LONG.format(length=len(text), limit=limit)

@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.nodes.effects import Effect, Pause
+from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.streaming import ModelCall, cap_arguments
 
 logger = logging.getLogger(__name__)
@@ -132,11 +133,11 @@ class Limits:
     max_completion_tokens: int | None = None
 
     @classmethod
-    def of(cls, settings: Any) -> Limits:
+    def of(cls, settings: RunSettings) -> Limits:
         return cls(
-            retries=settings.get("model_retries", cls.retries),
-            backoff_s=settings.get("retry_backoff_s", cls.backoff_s),
-            max_completion_tokens=settings.get("max_completion_tokens"),
+            retries=settings.model_retries,
+            backoff_s=settings.retry_backoff_s,
+            max_completion_tokens=settings.max_completion_tokens,
         )
 
 

@@ -153,6 +153,7 @@ def run_tool(
         raise ValueError("run_tool needs a parsed reply in the state")
     tool = deps.tools.get(parsed["action"] or "") if parsed["kind"] == "action" else None
     latency = artifact = None
+    settings = deps.run_settings(state)
     if tool is None:
         kind = "invalid"
         observation = parsed["error"] or prompts.NO_ACTION.format(valid=", ".join(deps.tools))
@@ -168,10 +169,10 @@ def run_tool(
         except ValueError as error:
             observation = str(error)
         else:
-            call = ToolCall(tool, tool_call, own_config, state["settings"]["tool_timeout"])
+            call = ToolCall(tool, tool_call, own_config, settings.tool_timeout)
             observation, artifact = yield call
             latency = time.perf_counter() - started
-    observation = truncate(storable(observation), state["settings"]["max_observation_chars"])
+    observation = truncate(storable(observation), settings.max_observation_chars)
     turn = new_turn(
         state,
         kind,

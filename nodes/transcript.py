@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from reactgraph.nodes import prompts
+from reactgraph.nodes.run_settings import NotesSettings, RunSettings, narrowed
 from reactgraph.nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
 from reactgraph.nodes.view import View
 
@@ -46,7 +47,7 @@ def _progress_message(summary: str) -> HumanMessage:
     return HumanMessage(prompts.PROGRESS.format(summary=summary))
 
 
-def visible_turns(state: State, view: View) -> list[Turn]:
+def visible_turns(state: State, view: View, settings: RunSettings) -> list[Turn]:
     """The turns in the model's view: those since the latest compaction, then at most the last
     ``window_turns`` of them. Only those are copied, however long the transcript is."""
     turns = state.get("turns") or []
@@ -56,24 +57,24 @@ def visible_turns(state: State, view: View) -> list[Turn]:
         # Turn numbers are 1-based positions in the append-only transcript.
         start = compactions[-1]["first_kept_turn"] - 1
     if view.window:
-        start = max(start, len(turns) - state["settings"]["window_turns"])
+        start = max(start, len(turns) - narrowed(settings, NotesSettings).window_turns)
     return turns[start:]
 
 
-def render_prompt(state: State, view: View, tool_descriptions: str) -> list[BaseMessage]:
+def render_prompt(
+    state: State, view: View, tool_descriptions: str, settings: RunSettings
+) -> list[BaseMessage]:
     """The messages for the next model call: the filled ReAct prompt, the notes when the view
     has them, the summary when the run was compacted, then the visible turns."""
-    settings = state["settings"]
-    messages: list[BaseMessage] = [
-        _opening(tool_descriptions, state["question"], settings.get("max_notes_chars"))
-    ]
+    notes_chars = settings.max_notes_chars if isinstance(settings, NotesSettings) else None
+    messages: list[BaseMessage] = [_opening(tool_descriptions, state["question"], notes_chars)]
     if view.notes:
         notes = state.get("notes") or ""
         messages.append(_notes_message(notes, bool(state.get("resumed_notes"))))
     summary = state.get("summary")
     if view.summary and summary is not None and state.get("compactions"):
         messages.append(_progress_message(summary))
-    for turn in visible_turns(state, view):
+    for turn in visible_turns(state, view, settings):
         messages.extend(_turn_messages(turn["text"], turn["observation"]))
     return messages
 

@@ -13,7 +13,7 @@ from reactgraph.app import cli, flags
 from reactgraph.app.flags import MODEL_FLAGS, RunOptions, UsageError, flag, settings_from
 from reactgraph.app.options import run_settings
 from reactgraph.app.runner import Recipe, tool_timeout
-from reactgraph.settings import Setting
+from reactgraph.nodes.run_settings import RunSettings, knob
 from reactgraph.variants import REGISTRY, VARIANTS
 
 RUNNING_COMMANDS = ("ask", "batch", "eval")
@@ -68,10 +68,16 @@ def test_per_variant_defaults_and_takers_are_said() -> None:
     assert "only notes, notes_compaction" in action(parser, "--notes-dir").help
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Knobbed(RunSettings):
+    """The transcript variant's settings and one added later: a field is all a setting is."""
+
+    brand_new_knob: int = knob(5, "A knob added later.", minimum=1)
+
+
 def test_a_new_setting_gets_its_flag(monkeypatch: pytest.MonkeyPatch) -> None:
-    new = Setting("brand_new_knob", int, 5, "A knob added later.", minimum=1)
     spec = REGISTRY["transcript"]
-    changed = dict(REGISTRY, transcript=dataclasses.replace(spec, settings=(*spec.settings, new)))
+    changed = dict(REGISTRY, transcript=dataclasses.replace(spec, settings_type=Knobbed))
     monkeypatch.setattr(flags, "REGISTRY", changed)
     parser = command("ask")
     shown = action(parser, "--brand-new-knob")

@@ -13,6 +13,7 @@ from reactgraph.nodes.control import parse_reply, repeats, start_run, turn_cap_r
 from reactgraph.nodes.deps import make_deps
 from reactgraph.nodes.effects import adrive, drive
 from reactgraph.nodes.model import call_model
+from reactgraph.nodes.run_settings import NotesSettings
 from reactgraph.nodes.state import ModelReply, State, Turn
 from reactgraph.nodes.tooling import run_tool, truncate
 from reactgraph.nodes.transcript import View, render_prompt
@@ -71,11 +72,15 @@ def parsed_action(name: str, tool_input: str) -> dict[str, Any]:
 
 @pytest.fixture
 def deps():
-    return make_deps(fake_model(answer("ok")), [ToolLog().echo()], SETTINGS)
+    return make_deps(
+        fake_model(answer("ok")), [ToolLog().echo()], SETTINGS, settings_type=NotesSettings
+    )
 
 
 def test_render_prompt_starts_with_the_filled_prompt_then_the_turns(deps) -> None:
-    messages = render_prompt(state(turns=[turn(1), turn(2)]), View(), deps.tool_descriptions)
+    messages = render_prompt(
+        state(turns=[turn(1), turn(2)]), View(), deps.tool_descriptions, NotesSettings.of(SETTINGS)
+    )
     assert isinstance(messages[0], HumanMessage)
     assert "echo[input]: echo the input" in messages[0].content
     assert messages[0].content.endswith("Question: Q?")
@@ -85,18 +90,18 @@ def test_render_prompt_starts_with_the_filled_prompt_then_the_turns(deps) -> Non
 
 def test_render_prompt_windows_the_turns_only_when_the_view_says_so(deps) -> None:
     turns = [turn(i) for i in range(1, 6)]
-    settings = {**SETTINGS, "window_turns": 2}
+    settings = NotesSettings.of({**SETTINGS, "window_turns": 2})
     windowed = render_prompt(
-        state(turns=turns, settings=settings), View(window=True), deps.tool_descriptions
+        state(turns=turns), View(window=True), deps.tool_descriptions, settings
     )
     text = "\n".join(str(m.content) for m in windowed)
     assert "obs 1" not in text and "obs 3" not in text and "obs 4" in text and "obs 5" in text
-    whole = render_prompt(state(turns=turns, settings=settings), View(), deps.tool_descriptions)
+    whole = render_prompt(state(turns=turns), View(), deps.tool_descriptions, settings)
     assert "obs 1" in "\n".join(str(m.content) for m in whole)
 
 
 def test_start_run_fixes_the_settings_and_resets(deps) -> None:
-    settings = {**SETTINGS, "max_turns": 4}
+    settings = NotesSettings.of({**SETTINGS, "max_turns": 4})
     update = start_run(
         state(turns=[turn(1)], status="answered", run=2),
         {"configurable": {"thread_id": "abc"}},
@@ -106,13 +111,13 @@ def test_start_run_fixes_the_settings_and_resets(deps) -> None:
     assert update["settings"]["max_turns"] == 4
     assert update["thread_id"] == "abc" and update["run"] == 3
     assert update["status"] is None and update["turns"].value == []
-    assert len(start_run(state(), {}, deps, SETTINGS)["thread_id"]) == 32
+    assert len(start_run(state(), {}, deps, NotesSettings.of(SETTINGS))["thread_id"]) == 32
 
 
 def test_call_model_is_one_body_for_both_shells(deps) -> None:
     sync = drive(call_model(state(), {}, deps))
     model = fake_model(answer("ok"))
-    async_deps = make_deps(model, [ToolLog().echo()], SETTINGS)
+    async_deps = make_deps(model, [ToolLog().echo()], SETTINGS, settings_type=NotesSettings)
     asynchronous = asyncio.run(adrive(call_model(state(), {}, async_deps)))
     for update in (sync, asynchronous):
         assert update["reply"]["text"] == answer("ok")
@@ -175,7 +180,7 @@ def test_run_tool_turns_an_invalid_reply_into_its_correction(deps) -> None:
     assert update["turns"][0]["tool_latency_s"] is None
 
 
-def test_routers_read_the_state_after_the_node() -> None:
+def test_routers_read_the_state_after_the_node(deps) -> None:
     actions = frozenset({"update_notes"})
     assert route_after_parse_reply(state(status="answered"), actions) == "__end__"
     parsed = parsed_action("echo", "x")
@@ -183,10 +188,11 @@ def test_routers_read_the_state_after_the_node() -> None:
     notes = parsed_action("update_notes", "x")
     assert route_after_parse_reply(state(parsed=notes), actions) == "update_notes"
     nine = state(turns=[turn(i) for i in range(1, 10)], settings={**SETTINGS, "max_turns": 10})
-    assert route_after_turn(nine, "force_answer", "call_model") == "call_model"
+    assert route_after_turn(nine, "force_answer", "call_model", deps) == "call_model"
     ten = after(nine, {"turns": [turn(10)]})
-    assert turn_cap_reached(ten) and len(ten["turns"]) == 10 and ten["turns"][-1]["turn"] == 10
-    assert route_after_turn(ten, "stop_run", "compact_history") == "stop_run"
+    assert turn_cap_reached(ten, deps.run_settings(ten)) and len(ten["turns"]) == 10
+    assert ten["turns"][-1]["turn"] == 10
+    assert route_after_turn(ten, "stop_run", "compact_history", deps) == "stop_run"
     assert route_after_step(state(status="context_exhausted"), "call_model") == "__end__"
     assert route_after_step(state(), "call_model") == "call_model"
 

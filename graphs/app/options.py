@@ -100,13 +100,18 @@ def build_for(
     store: Any = None,
 ) -> Any:
     """The graph a recorded run was started with, its tools included."""
-    settings: dict[str, Any] = dict(record.settings)
     options = RunOptions.of(record.options)
-    if options.notes_in_db:
-        settings["store"] = store
+    notes = store if options.notes_in_db else None
     try:
         tools = toolset(record.corpus, options, tool_timeout(record.variant, record.settings))
-        return build_graph(record.variant, model=model, tools=tools, checkpointer=saver, **settings)
+        return build_graph(
+            record.variant,
+            model=model,
+            tools=tools,
+            checkpointer=saver,
+            store=notes,
+            **record.settings,
+        )
     except (ValueError, TypeError) as error:
         raise UsageError(str(error)) from None
 

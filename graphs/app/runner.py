@@ -21,7 +21,6 @@ from reactgraph.app.flags import RunOptions
 from reactgraph.app.pool import Job, Runner
 from reactgraph.batch import result_of
 from reactgraph.models import chat_model
-from reactgraph.settings import check_all
 from reactgraph.storage.database import RunRecord, aopen_db, new_record
 from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, athread_lock
 from reactgraph.storage.pruning import prune_thread
@@ -59,12 +58,12 @@ class Recipe:
             self.model,
             self.base_url,
             self.corpus,
-            settings_of(self.variant, self.settings),
+            taken_by(self.variant, self.settings),
             self.options.as_dict(),
         )
 
 
-def settings_of(variant: str, settings: dict[str, Any]) -> dict[str, Any]:
+def taken_by(variant: str, settings: dict[str, Any]) -> dict[str, Any]:
     """Those of ``settings`` that ``variant`` takes (an eval's apply to the variants that take
     them)."""
     spec = spec_of(variant)
@@ -74,8 +73,7 @@ def settings_of(variant: str, settings: dict[str, Any]) -> dict[str, Any]:
 def tool_timeout(variant: str, settings: dict[str, Any]) -> float:
     """The tool timeout a graph of ``variant`` built with ``settings`` has (its spec's default
     unless given)."""
-    own = settings_of(variant, settings)
-    return check_all(variant, spec_of(variant).settings, own, where="build")["tool_timeout"]
+    return spec_of(variant).built(taken_by(variant, settings)).tool_timeout
 
 
 def toolset(corpus: str | None, options: RunOptions, timeout: float) -> list[Any]:
@@ -123,12 +121,13 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
             pages = extra.get("pages")
             if variant in graphs and pages is None:
                 return graphs[variant]
-            settings: dict[str, Any] = settings_of(variant, recipe.settings)
-            if recipe.options.notes_in_db:
-                settings["store"] = store
+            settings = taken_by(variant, recipe.settings)
+            notes = store if recipe.options.notes_in_db else None
             # A question with its own pages (HotpotQA) searches those, and only those.
             own = tools if pages is None else default_tools(pages=pages)
-            graph = build_graph(variant, model=model, tools=own, checkpointer=guarded, **settings)
+            graph = build_graph(
+                variant, model=model, tools=own, checkpointer=guarded, store=notes, **settings
+            )
             if pages is None:
                 graphs[variant] = graph
             return graph

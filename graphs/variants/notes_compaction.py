@@ -8,16 +8,17 @@ So its runs end answered, stopped_early, stuck or context_exhausted.
 
 from __future__ import annotations
 
+from reactgraph.nodes.run_settings import NotesCompactionSettings
 from reactgraph.nodes.view import View
 from reactgraph.spec import Variant
-from reactgraph.variants.common import common
-from reactgraph.variants.compaction import COMPACT_HISTORY, COMPACTION_SETTINGS
-from reactgraph.variants.notes import LOAD_NOTES, NOTES_SETTINGS, UPDATE_NOTES
+from reactgraph.variants.compaction import COMPACT_HISTORY
+from reactgraph.variants.notes import LOAD_NOTES, UPDATE_NOTES
 
 NOTES_COMPACTION = Variant(
     name="notes_compaction",
     summary="Notes and a window, plus summaries when even the window nears the context limit.",
-    settings=(*common(max_turns=60), *NOTES_SETTINGS, *COMPACTION_SETTINGS),
+    settings_type=NotesCompactionSettings,
+    defaults={"max_turns": 60},
     statuses=("answered", "stopped_early", "stuck", "context_exhausted"),
     before_model=(LOAD_NOTES, COMPACT_HISTORY),
     actions=(UPDATE_NOTES,),

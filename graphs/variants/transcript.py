@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.spec import Variant
-from reactgraph.variants.common import common
 
 TRANSCRIPT = Variant(
     name="transcript",
     summary="The plain loop: the model sees the whole transcript; a forced answer at the cap.",
-    settings=common(max_turns=10),
+    settings_type=RunSettings,
+    defaults={"max_turns": 10},
     statuses=("answered", "turn_limit", "stuck"),
     at_cap="force_answer",
 )
