@@ -45,6 +45,8 @@ class Setting:
     """Whether a run's context may change it (and Studio shows it)."""
     unset: str = "none"
     """What a None default means, in words (for the README's table)."""
+    changes_answers: bool = True
+    """Whether a run under another value is another result (part of a result's identity)."""
 
     def but(self, **changes: Any) -> Setting:
         """This setting with another default (or other fields), for one variant."""

@@ -32,10 +32,13 @@ def knob(
     build: bool = True,
     per_run: bool = True,
     unset: str = "none",
+    changes_answers: bool = True,
 ) -> Any:
     """A setting's field: its default, its description (``--help``, Studio, the README), its
     bounds, and where it may be set (``build``: a ``build_graph`` keyword; ``per_run``: a run's
-    context); ``unset`` says in words what a None default means. Its type is the annotation."""
+    context); ``unset`` says in words what a None default means; ``changes_answers``: whether
+    an answer made under another value is another result (an eval's or a batch's results are
+    reused only for the same values). Its type is the annotation."""
     metadata = {
         "description": description,
         "minimum": minimum,
@@ -44,6 +47,7 @@ def knob(
         "build": build,
         "per_run": per_run,
         "unset": unset,
+        "changes_answers": changes_answers,
     }
     return dataclasses.field(default=default, metadata={"setting": metadata})
 
@@ -75,12 +79,14 @@ class RunSettings:
         3,
         "Retries of a model call after a transient fault (429, 5xx, timeout, malformed response).",
         minimum=0,
+        changes_answers=False,  # how faults are survived, not what is answered
     )
     retry_backoff_s: float = knob(
         0.5,
         "First wait between retries in seconds, doubled each time, unless the server sends "
         "Retry-After.",
         minimum=0,
+        changes_answers=False,
     )
     max_completion_tokens: int | None = knob(
         4096,
@@ -126,6 +132,7 @@ class NotesSettings(RunSettings):
         "runs/notes",
         "Folder of the notes files, one per thread (unless a store is given).",
         per_run=False,  # a path: never chosen by whoever starts a run
+        changes_answers=False,
     )
 
 

@@ -23,7 +23,7 @@ from reactgraph.app.engines import Engine, Flight, run_jobs
 from reactgraph.app.jsonl import MAX_LINE_BYTES, BadLine
 from reactgraph.app.pool import Job
 from reactgraph.app.questions import line_id, question_lines, question_text
-from reactgraph.app.results import Results, keyed_by
+from reactgraph.app.results import Results, digest, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
 
 Outcome = Literal["done", "ran", "failed", "busy"]
@@ -43,13 +43,15 @@ class Question:
         """Its thread: the batch's ``prefix``, a digest of its text, and its key."""
         return f"{prefix}{hashlib.sha256(self.text.encode()).hexdigest()[:8]}-{self.key}"
 
-    def line(self) -> dict[str, Any]:
-        """What its result line says of it (before the run's outcome)."""
-        return {"id": self.id, "key": self.key, "question": self.text}
+    def line(self, config: Any = None) -> dict[str, Any]:
+        """What its result line says of it (before the run's outcome), with the ``config`` it
+        runs under (``Recipe.config``)."""
+        return {"id": self.id, "key": self.key, "question": self.text, "config": config}
 
 
-# A result line answers the question of its key with exactly its text: an edited text is new.
-ANSWERS = keyed_by("question")
+# A result line answers the question of its key with exactly its text, under its config: an
+# edited text, another model or a setting that changes answers is a new result.
+ANSWERS = keyed_by("question", "config")
 
 
 def _question(value: Any, number: int) -> Question:
@@ -80,10 +82,13 @@ def each_question(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Q
         yield f"{path}:{number}: {item.reason}; skipped" if isinstance(item, BadLine) else item
 
 
-def thread_prefix(questions_path: str, variant: str) -> str:
-    """The threads of a questions file's batch with a variant: the same on every re-run."""
-    digest = hashlib.sha256(f"{Path(questions_path).resolve()}|{variant}".encode()).hexdigest()
-    return f"batch-{digest[:10]}-"
+def thread_prefix(questions_path: str, variant: str, config: Any = None) -> str:
+    """The threads of a questions file's batch with a variant (and a config): the same on every
+    re-run."""
+    run = f"{Path(questions_path).resolve()}|{variant}"
+    if config is not None:
+        run += f"|{digest(config)}"
+    return f"batch-{hashlib.sha256(run.encode()).hexdigest()[:10]}-"
 
 
 def run_file(
@@ -100,8 +105,9 @@ def run_file(
     2 for an unusable file or a question another process is running. ``engine`` runs them
     (``reactgraph.app.engines``). The file is read twice, a line at a time, never held whole:
     once to check it, then as the questions are handed out."""
+    config = recipe.config(recipe.variant)
     try:
-        answers, problems = _survey(questions_path)
+        answers, problems = _survey(questions_path, config)
     except ValueError as error:
         out.fail(str(error))
         return 2
@@ -124,13 +130,22 @@ def run_file(
             out.console.print(
                 f"[dim]{len(answers) - total} question(s) already done in {out_path}; skipped[/dim]"
             )
+        other = sum(
+            1 for a, key in answers.items() if a not in results.done and key in results.finished
+        )
+        if other:
+            out.console.print(
+                f"{other} question(s) in {out_path} were answered under another config (the "
+                "model, its server, a setting that changes answers, the corpus or the tools, or "
+                "by a version that did not record it); they run again"
+            )
         del answers
         todo = (
             q
             for q in each_question(questions_path)
-            if isinstance(q, Question) and ANSWERS(q.line()) not in results.done
+            if isinstance(q, Question) and ANSWERS(q.line(config)) not in results.done
         )
-        run = _Run(recipe, results, questions_path)
+        run = _Run(recipe, results, questions_path, config)
         outcomes = run.all(todo, total, workers, concurrency, engine, address)
     finally:
         results.close()
@@ -146,13 +161,14 @@ def run_file(
     return 1 if "failed" in outcomes else 0
 
 
-def _survey(path: str) -> tuple[set[Any], list[str]]:
-    """What each good question's result line would be known by, and the bad lines' problems."""
-    answers: set[Any] = set()
+def _survey(path: str, config: Any) -> tuple[dict[Any, str], list[str]]:
+    """What each good question's result line would be known by (with its key), and the bad
+    lines' problems."""
+    answers: dict[Any, str] = {}
     problems: list[str] = []
     for item in each_question(path):
         if isinstance(item, Question):
-            answers.add(ANSWERS(item.line()))
+            answers[ANSWERS(item.line(config))] = item.key
         else:
             problems.append(item)
     return answers, problems
@@ -165,6 +181,8 @@ class _Run:
     recipe: Recipe
     results: Results
     source: str
+    config: Any
+    """The ``Recipe.config`` its runs answer under."""
     errors: list[str] = field(default_factory=list)
     """The first line of each failed run's error, for the one line that says why."""
 
@@ -179,7 +197,7 @@ class _Run:
     ) -> list[Outcome]:
         outcomes: list[Outcome] = []
         pending: dict[int, Question] = {}
-        prefix = thread_prefix(self.source, self.recipe.variant)
+        prefix = thread_prefix(self.source, self.recipe.variant, self.config)
 
         def jobs() -> Iterator[Job]:
             for index, question in enumerate(todo):
@@ -212,7 +230,7 @@ class _Run:
             out.fail(f"{self.source}:{question.number}: {error.split(': ', 1)[-1]}; skipped")
             return "busy"
         line = {
-            **question.line(),
+            **question.line(self.config),
             **{k: v for k, v in result.items() if k not in ("index", "question")},
         }
         if not self.results.record(line):

@@ -21,6 +21,12 @@ from reactgraph.app import console as out
 from reactgraph.app.jsonl import BadLine, id_text, read_jsonl_stream
 
 
+def digest(value: Any) -> str:
+    """A short digest of a JSON value (a config, a question's text): the same on every run."""
+    text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def keyed_by(*fields: str) -> Callable[[dict[str, Any]], str | None]:
     """An identity for result lines: the ``key`` and a digest of ``fields`` (the question's
     text, ...), so a line counts as done only for the very input it answered."""
@@ -58,6 +64,9 @@ class Results:
         self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         self._offset = 0
         self.done: set[str] = set()
+        self.finished: set[str] = set()
+        """The keys with a finished line, whatever the input it answered (``done`` has only
+        those of the same input): a key here but not in ``done`` was answered otherwise."""
 
     def close(self) -> None:
         os.close(self._fd)
@@ -82,6 +91,7 @@ class Results:
                     key = self.identity(value)
                     if key is not None:
                         self.done.add(key)
+                        self.finished.add(str(_key(value)))
                 position = stream.tell()
         self._offset = position
 

@@ -49,6 +49,22 @@ class Recipe:
     """Builds the chat model instead of ``chat_model(model, ...)``: a scripted model in tests,
     any LangChain chat model from Python. Picklable (a module-level function) for workers."""
 
+    def config(self, variant: str) -> dict[str, Any]:
+        """What a run's answer depends on besides its question: the model and its server, the
+        variant's settings that change answers (given or defaulted), the corpus and the tools.
+        Part of a result's identity: a result made under another config is not reused."""
+        spec = spec_of(variant)
+        built = spec.built(taken_by(variant, self.settings)).as_dict()
+        settings = {s.name: built[s.name] for s in spec.settings if s.build and s.changes_answers}
+        options = self.options
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "settings": settings,
+            "corpus": self.corpus,
+            "tools": {"bundled": options.default_tools, "mcp": options.mcp, "own": options.tools},
+        }
+
     def record(self, thread: str, question: str) -> RunRecord:
         """The run record of one question's thread (what ``show`` and ``resume`` read)."""
         return new_record(

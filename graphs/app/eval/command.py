@@ -74,9 +74,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     with out.progress(flight) as bar:
         task = bar.add_task("pairs", total=None, failed=0)
 
-        def on_start(todo: int, done: int) -> None:
+        def on_start(todo: int, done: int, other: int) -> None:
             if done:
                 out.console.print(f"[dim]{done} pair(s) already done in {folder}; skipped[/dim]")
+            if other:
+                out.console.print(
+                    f"{other} pair(s) in {folder} were answered under another config (the "
+                    "model, its server, a setting that changes answers, the corpus or the "
+                    "tools, or by a version that did not record it); they run again"
+                )
             bar.update(task, total=todo)
 
         # Ctrl-C: "finished pairs are kept" (reactgraph.app.interrupts, hints.interrupted_hint)

@@ -4,10 +4,12 @@ on a thread of its own in the eval's database, its scored result appended to ``r
 A re-run skips the pairs with a result line and resumes those a kill left half done, so no pair
 is run twice and none is lost. A HotpotQA question searches only its own paragraphs.
 
-A pair's thread belongs to its question set (``source``), variant, id, question text and pages;
-its result line to its variant, id, question text, gold answers and question set. So a question
-edited (or another set's question with the same id) runs anew, and a gold answer edited is
-scored again from the finished thread, without a model call.
+A pair's thread belongs to its question set (``source``), variant, id, question text, pages
+and config (the model, its server, the settings that change answers, the corpus and the tools:
+``Recipe.config``); its result line to its variant, id, question text, gold answers, question set
+and config. So a question edited (or another set's question with the same id) runs anew, a
+re-run under other settings or another model runs anew (and says so), and a gold answer edited
+is scored again from the finished thread, without a model call.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from reactgraph.app.engines import Engine, Flight, run_jobs
 from reactgraph.app.eval.inputs import Item
 from reactgraph.app.eval.score import score_answer
 from reactgraph.app.pool import Job
-from reactgraph.app.results import Results, keyed_by
+from reactgraph.app.results import Results, digest, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
 
 RESULTS = "results.jsonl"
@@ -36,46 +38,61 @@ def pair_key(variant: str, item_id: str) -> str:
     return json.dumps([variant, item_id], ensure_ascii=False)
 
 
-# A result line counts as done only for the input it scored.
-SCORED = keyed_by("question", "gold", "questions")
+# A result line counts as done only for the input it scored, under the config it ran with.
+SCORED = keyed_by("question", "gold", "questions", "config")
+Configs = Mapping[str, Any]
+"""Each variant's ``Recipe.config``, by variant."""
 
 
-def thread_of(variant: str, item: Item, source: str = "") -> str:
+def thread_of(variant: str, item: Item, source: str = "", config: Any = None) -> str:
     """The thread a pair runs on: readable, and unique to everything the run depends on (the
-    question set, the variant, the id, the question's text and its pages)."""
+    question set, the variant, the id, the question's text, its pages and the config)."""
     pages = None if item.pages is None else list(item.pages.items())
     run = json.dumps([source, variant, item.id, item.question, pages], ensure_ascii=True)
+    if config is not None:
+        run += digest(config)
     return f"eval-{variant}-{hashlib.sha256(run.encode()).hexdigest()[:16]}"
 
 
 def pairs_to_run(
-    items: Sequence[Item], variants: Sequence[str], done: set[str], source: str = ""
+    items: Sequence[Item],
+    variants: Sequence[str],
+    done: set[str],
+    source: str = "",
+    configs: Configs | None = None,
 ) -> Iterator[tuple[Item, str]]:
     """Each pair not done yet (no line ``SCORED`` alike in ``done``), variants interleaved so
     a partial eval compares them. Lazy: ``done`` is read as each pair comes up."""
     for item in items:
         for variant in variants:
-            if SCORED(scored(item, variant, {}, source)) not in done:
+            line = scored(item, variant, {}, source, (configs or {}).get(variant))
+            if SCORED(line) not in done:
                 yield item, variant
 
 
-def jobs_for(pairs: Iterable[tuple[Item, str]], source: str = "") -> Iterator[Job]:
+def jobs_for(
+    pairs: Iterable[tuple[Item, str]], source: str = "", configs: Configs | None = None
+) -> Iterator[Job]:
     """A job per pair, made as it is taken: a question set of any size never has all its
     jobs (each with a copy of its question's pages) in memory at once."""
     for index, (item, variant) in enumerate(pairs):
         pages = {t: list(p) for t, p in item.pages.items()} if item.pages else None
         extra = {"variant": variant, "item": item.id, "pages": pages}
-        yield Job(index, item.question, thread_of(variant, item, source), extra)
+        thread = thread_of(variant, item, source, (configs or {}).get(variant))
+        yield Job(index, item.question, thread, extra)
 
 
-def scored(item: Item, variant: str, result: dict[str, Any], source: str = "") -> dict[str, Any]:
-    """A result line: the run's outcome, its gold answers and its scores."""
+def scored(
+    item: Item, variant: str, result: dict[str, Any], source: str = "", config: Any = None
+) -> dict[str, Any]:
+    """A result line: the run's outcome, its gold answers, its scores and its config."""
     score = score_answer(result.get("answer"), item.gold)
     return {
         "key": pair_key(variant, item.id),
         "id": item.id,
         "variant": variant,
         "questions": source,
+        "config": config,
         "question": item.question,
         "answer": result.get("answer"),
         "gold": list(item.gold),
@@ -99,7 +116,7 @@ def run_eval(
     *,
     workers: int | None = None,
     concurrency: int = 8,
-    on_start: Callable[[int, int], None] | None = None,
+    on_start: Callable[[int, int, int], None] | None = None,
     source: str = "",
     engine: Engine = "local",
     address: str | None = None,
@@ -107,33 +124,39 @@ def run_eval(
 ) -> Iterator[dict[str, Any]]:
     """Run the pairs not done yet; yield each scored result line as it is appended to
     ``folder/results.jsonl``. ``recipe.db`` defaults to ``folder/runs.sqlite``, so every pair's
-    run can be read with ``reactgraph show THREAD --db ...``. ``on_start(todo, done)`` is told
-    how many pairs will run and how many are done already. ``source`` names the question set
-    (``reactgraph eval`` gives the file's absolute path, or ``bundled``): two sets never share
-    a thread or a result line, even with the same ids and the same ``--db``. ``engine`` (and
-    ``address``) say where the runs go (``reactgraph.app.engines``); ``flight`` counts those in
-    flight."""
+    run can be read with ``reactgraph show THREAD --db ...``. ``on_start(todo, done, other)`` is
+    told how many pairs will run, how many are done already, and how many of those to run have a
+    result made under another config (the model, a setting, the tools: they run again).
+    ``source`` names the question set (``reactgraph eval`` gives the file's absolute path, or
+    ``bundled``): two sets never share a thread or a result line, even with the same ids and
+    the same ``--db``. ``engine`` (and ``address``) say where the runs go
+    (``reactgraph.app.engines``); ``flight`` counts those in flight."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if not recipe.db:
         recipe = dataclasses.replace(recipe, db=str((folder / DATABASE).resolve()))
     results = Results(str(folder / RESULTS), identity=SCORED)
+    configs = {variant: recipe.config(variant) for variant in variants}
     try:
         results.refresh(report=True)
-        todo = sum(1 for _ in pairs_to_run(items, variants, results.done, source))
+        todo = other = 0
+        for item, variant in pairs_to_run(items, variants, results.done, source, configs):
+            todo += 1
+            other += pair_key(variant, item.id) in results.finished
         if on_start is not None:
-            on_start(todo, len(items) * len(variants) - todo)
+            on_start(todo, len(items) * len(variants) - todo, other)
         pending: dict[int, tuple[Item, str]] = {}  # the pairs in flight, by their job's index
 
         def pairs() -> Iterator[tuple[Item, str]]:
-            for index, pair in enumerate(pairs_to_run(items, variants, results.done, source)):
+            chosen = pairs_to_run(items, variants, results.done, source, configs)
+            for index, pair in enumerate(chosen):
                 pending[index] = pair
                 yield pair
 
         runner = functools.partial(open_runner, recipe)
         for result in run_jobs(
             runner,
-            jobs_for(pairs(), source),
+            jobs_for(pairs(), source, configs),
             workers=workers,
             concurrency=concurrency,
             engine=engine,
@@ -143,7 +166,7 @@ def run_eval(
             total=todo,
         ):
             item, variant = pending.pop(result["index"])
-            line = scored(item, variant, result, source)
+            line = scored(item, variant, result, source, configs[variant])
             if results.record(line):
                 yield line
     finally:
