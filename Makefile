@@ -11,7 +11,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test test-quick test-browser test-cluster test-real-model bench bench-real-model drawings format notebooks
+.PHONY: demo test typecheck test-quick test-browser test-cluster test-real-model bench bench-real-model drawings format notebooks
 
 # The real-model tests: llama-cpp-python's server from the prebuilt wheel in ../shared/wheels/
 # (built from the PyPI sdist 0.3.36 with GGML_NATIVE=OFF), else built from source (slow: a C++
@@ -32,7 +32,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(MAKE) --no-print-directory typecheck
 	$(PYTHON) -m pytest -m "not browser and not cluster"
+
+# mypy on the package as it installs (reactgraph = graphs/, with nodes/ and tools/ in it): a tree
+# of links in a temporary folder, since mypy cannot follow the editable install's mapping.
+typecheck: $(STAMP)
+	@tree=$$(mktemp -d) && mkdir $$tree/reactgraph && ln -s $(CURDIR)/graphs/* $$tree/reactgraph/ \
+	  && ln -s $(CURDIR)/nodes $(CURDIR)/tools $$tree/reactgraph/ \
+	  && (cd $$tree && $(abspath $(PYTHON)) -m mypy --config-file $(CURDIR)/pyproject.toml \
+	      --cache-dir $(abspath $(VENV))/mypy-cache -p reactgraph); status=$$?; rm -rf $$tree; exit $$status
 
 # Agent Chat UI in headless Chromium against `langgraph dev` (needs chromium and npm; a few
 # minutes, most of it compiling the client's page).

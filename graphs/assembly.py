@@ -85,14 +85,14 @@ class Node(Runnable[State, Any]):
             return update
         return Command(update=update, goto=self._route(after(state, update)))
 
-    def invoke(self, state: State, config: RunnableConfig | None = None, **_: Any) -> Any:
-        result = self._body(state, config or {}, self._deps)
-        return self._done(state, drive(result) if isinstance(result, GeneratorType) else result)
+    def invoke(self, input: State, config: RunnableConfig | None = None, **_: Any) -> Any:
+        result = self._body(input, config or {}, self._deps)
+        return self._done(input, drive(result) if isinstance(result, GeneratorType) else result)
 
-    async def ainvoke(self, state: State, config: RunnableConfig | None = None, **_: Any) -> Any:
-        result = self._body(state, config or {}, self._deps)
+    async def ainvoke(self, input: State, config: RunnableConfig | None = None, **_: Any) -> Any:
+        result = self._body(input, config or {}, self._deps)
         update = await adrive(result) if isinstance(result, GeneratorType) else result
-        return self._done(state, update)
+        return self._done(input, update)
 
 
 # --- The routers: pure functions of the state after the node, returning node names. ---------
@@ -127,7 +127,7 @@ def start_with_context(state: State, config: RunnableConfig, deps: Deps) -> dict
     """start_run with the run's settings: the built values under the run's context (already
     checked: the context is the graph's own schema, built from the caller's mapping)."""
     context = get_runtime().context
-    chosen = vars(context) if context is not None else {}
+    chosen: dict[str, Any] = vars(context) if context is not None else {}
     return start_run(state, config, deps, deps.settings_type.of({**deps.settings, **chosen}))
 
 

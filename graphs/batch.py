@@ -10,6 +10,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
@@ -66,7 +67,7 @@ async def run_one(
     A thread a killed run of this same question left interrupted is resumed, not started again
     (with a checkpointer; ``reactgraph.nodes.status`` decides)."""
     started = time.perf_counter()
-    config = {"configurable": {"thread_id": thread_id}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     try:
         payload: dict[str, Any] | None = {"question": question}
         if graph.checkpointer:
@@ -145,8 +146,10 @@ def run_processes(
         runner, jobs, workers=workers, concurrency=concurrency, engine=engine, address=address
     )
     for result in results:
-        if "question" not in result:  # a job its worker never finished
-            result = result_of(
+        if "question" in result:
+            yield result  # type: ignore[misc]
+        else:  # a job its worker never finished
+            yield result_of(
                 result["index"],
                 questions[result["index"]],
                 result["thread_id"],
@@ -154,7 +157,6 @@ def run_processes(
                 0.0,
                 RuntimeError(result["error"]),
             )
-        yield result  # type: ignore[misc]
 
 
 @contextlib.asynccontextmanager

@@ -67,9 +67,10 @@ class ReactGraph(CompiledStateGraph):
         check_input(input)
         check_thread(config)
         context = kwargs.get("context")
+        schema: Any = self.context_schema  # the variant's own (``settings.context_schema``)
         if isinstance(context, Mapping):
-            kwargs["context"] = self.context_schema(**context)  # checks every field
-        elif context is not None and not isinstance(context, self.context_schema):
+            kwargs["context"] = schema(**context)  # checks every field
+        elif context is not None and not isinstance(context, schema):
             raise TypeError(
                 f"context must be a dict, a RunContext or this graph's context schema, got "
                 f"{type(context).__name__}"

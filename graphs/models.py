@@ -50,6 +50,7 @@ def chat_model(
         raise ValueError(f"transport must be 'aiohttp' or 'httpx', got {transport!r}")
     import openai
     from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
 
     from reactgraph.transport import LoopLocalClient, connection_limits, default_transport
 
@@ -62,7 +63,7 @@ def chat_model(
     return ChatOpenAI(
         model=model,
         base_url=base_url,
-        api_key=key,
+        api_key=SecretStr(key) if key else None,
         timeout=timeout,
         max_retries=0,
         stream_usage=True,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
@@ -148,7 +148,7 @@ def chat_update(
             added.append(reply_message(update["reply"], base))
     if update.get("reply") is not None and parsed is None:
         added.append(reply_message(update["reply"], base))  # call_model: the reply so far
-    ending = _ENDINGS.get(update.get("status") or "")
+    ending = _ENDINGS.get(cast(Any, update.get("status")))
     if ending is not None:
         added.append(AIMessage(ending, id=f"rg-{run}-end"))
     return tuple(added)

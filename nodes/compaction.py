@@ -9,7 +9,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.nodes import prompts
@@ -124,7 +124,7 @@ def summarize(
     last: ModelReply | None = None
     for attempt in (1, 2):
         try:
-            messages = [HumanMessage(request)]
+            messages: list[BaseMessage] = [HumanMessage(request)]
             last = yield from ask(deps, deps.summarizer, messages, config, None, state)
         except ModelCallError:
             raise
@@ -190,11 +190,9 @@ def _compacted(
         prompt_tokens=reply["prompt_tokens"] if reply else 0,
         completion_tokens=reply["completion_tokens"] if reply else 0,
     )
-    fresh: State = {
-        **state,
-        "compactions": [*(state.get("compactions") or []), record],
-        "summary": summary if summary is not None else state.get("summary"),
-    }
+    fresh: State = {**state, "compactions": [*(state.get("compactions") or []), record]}
+    if summary is not None:
+        fresh["summary"] = summary
     record["tokens_after"] = deps.context_counter(
         render_prompt(fresh, deps.view, deps.tool_descriptions, deps.run_settings(state))
     )

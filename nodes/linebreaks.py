@@ -46,7 +46,7 @@ class HardBreaks(BaseCallbackHandler):
 
     run_inline = True  # in order, before the handlers after it, on the async path too
 
-    def on_llm_new_token(self, token: str, *, chunk: Any = None, **kwargs: Any) -> None:
+    def on_llm_new_token(self, token: Any, *, chunk: Any = None, **kwargs: Any) -> None:
         _harden(getattr(chunk, "message", None))
 
     def on_llm_end(self, response: Any, **kwargs: Any) -> None:

@@ -59,7 +59,8 @@ def _as_messages(items: Sequence[Any]) -> list[AnyMessage]:
         issubclass(t, BaseMessage) and not issubclass(t, BaseMessageChunk) for t in _kinds(items)
     ):
         return list(items)
-    return [message_chunk_to_message(m) for m in convert_to_messages(items)]  # type: ignore[arg-type]
+    converted: list[BaseMessage] = convert_to_messages(items)
+    return [message_chunk_to_message(m) for m in converted]  # type: ignore[misc]
 
 
 # A list the reducer returned, a copy of it, and its id index (or None).
@@ -96,7 +97,7 @@ _HELD = _Held()
 def _positions(out: Sequence[AnyMessage]) -> dict[str, int]:
     """Each id's (last) position in ``out``."""
     positions = dict(zip(map(attrgetter("id"), out), range(len(out)), strict=True))
-    positions.pop(None, None)  # type: ignore[call-overload]
+    positions.pop(None, None)
     return positions
 
 
@@ -124,7 +125,7 @@ def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[Any
         if isinstance(new, tuple):
             for message in _as_messages(new):
                 if positions is not None and message.id is not None:
-                    positions[message.id] = len(out)
+                    positions[str(message.id)] = len(out)
                 out.append(message)
             continue
         for message in _as_messages(new if isinstance(new, list) else [new]):
@@ -138,7 +139,7 @@ def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[Any
             else:
                 if positions is None:
                     positions = _positions(out)
-                index = positions.get(message.id)
+                index = positions.get(str(message.id))
             if isinstance(message, RemoveMessage):
                 if index is None:
                     raise ValueError(f"no message with id {message.id!r} to remove")
@@ -148,14 +149,14 @@ def added_messages(current: list[AnyMessage], writes: Sequence[Any]) -> list[Any
                 out[index] = message
             else:
                 if positions is not None:
-                    positions[message.id] = len(out)
+                    positions[str(message.id)] = len(out)
                 out.append(message)
     _HELD.keep(out, positions)
     return out
 
 
-Transcript = DeltaChannel(appended, snapshot_frequency=SNAPSHOT_EVERY)
-Chat = DeltaChannel(added_messages, snapshot_frequency=SNAPSHOT_EVERY)
+Transcript: DeltaChannel[Any] = DeltaChannel(appended, snapshot_frequency=SNAPSHOT_EVERY)
+Chat: DeltaChannel[Any] = DeltaChannel(added_messages, snapshot_frequency=SNAPSHOT_EVERY)
 # Written rarely: a snapshot at each write keeps a read from replaying back to the run's start.
-Rare = DeltaChannel(appended, snapshot_frequency=1)
-Replaced = DeltaChannel(latest, snapshot_frequency=1)
+Rare: DeltaChannel[Any] = DeltaChannel(appended, snapshot_frequency=1)
+Replaced: DeltaChannel[Any] = DeltaChannel(latest, snapshot_frequency=1)

@@ -93,7 +93,7 @@ def gather(
 ) -> Any:
     """The streamed reply as one message; once ``abandoned`` is set, the stream is closed at
     its next chunk (the caller has given up on it)."""
-    stream = model.stream(messages, config, **_stream_options(model), **arguments)
+    stream: Any = model.stream(messages, config, **_stream_options(model), **arguments)
     message = None
     try:
         for chunk in stream:
@@ -113,7 +113,7 @@ async def agather(
 ) -> Any:
     """The streamed reply as one message; cancelling it closes the stream."""
     message = None
-    stream = model.astream(messages, config, **_stream_options(model), **arguments)
+    stream: Any = model.astream(messages, config, **_stream_options(model), **arguments)
     async with contextlib.aclosing(stream) as chunks:
         async for chunk in chunks:
             message = _join(message, chunk)

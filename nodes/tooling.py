@@ -25,7 +25,7 @@ from reactgraph.nodes import deadlines, prompts
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.injection import fill
-from reactgraph.nodes.state import State
+from reactgraph.nodes.state import State, TurnKind
 from reactgraph.nodes.storable import storable
 from reactgraph.nodes.toolio import as_text, outcome, tool_arguments
 from reactgraph.nodes.transcript import new_turn
@@ -154,6 +154,7 @@ def run_tool(
     tool = deps.tools.get(parsed["action"] or "") if parsed["kind"] == "action" else None
     latency = artifact = None
     settings = deps.run_settings(state)
+    kind: TurnKind
     if tool is None:
         kind = "invalid"
         observation = parsed["error"] or prompts.NO_ACTION.format(valid=", ".join(deps.tools))

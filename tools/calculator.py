@@ -52,8 +52,11 @@ def _checked(value: Any) -> Number:
 
 def _multiply(left: Number, right: Number) -> Number:
     # A product has at least bits(left) + bits(right) - 1 bits; refuse without allocating it.
-    whole = isinstance(left, int) and isinstance(right, int)
-    if whole and left.bit_length() + right.bit_length() - 1 > MAX_RESULT_BITS:
+    if (
+        isinstance(left, int)
+        and isinstance(right, int)
+        and left.bit_length() + right.bit_length() - 1 > MAX_RESULT_BITS
+    ):
         raise CalculatorError(_TOO_LARGE)
     return left * right
 

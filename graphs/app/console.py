@@ -28,7 +28,7 @@ console = Console(highlight=False, soft_wrap=True)
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
 _TONES = {"good": "green", "partial": "yellow", "bad": "red"}
-STATUS_STYLE = {
+STATUS_STYLE: dict[str, str] = {
     **{e.status: _TONES[e.tone] for e in ENDINGS.values()},
     "interrupted": "magenta",  # a thread's state, not how a run ended
     "damaged": "bold red",  # a thread whose checkpoint cannot be read

@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 # What a database can raise mid-command: every backend's driver's own errors.
 DB_FAULTS = faults()
+# A database fault as the driver raised it, or as storage explained it.
+DB_STOPS: tuple[type[BaseException], ...] = (*DB_FAULTS, DatabaseError)
 
 
 def make_model(name: str, base_url: str | None, timeout: float) -> BaseChatModel:

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from multiprocessing import connection
-from typing import Any
+from typing import Any, cast
 
 from reactgraph.app import interrupts
 from reactgraph.tools.loopthread import LoopThread
@@ -228,7 +228,7 @@ def _collect(channels: dict[Any, _Channel], jobs: Iterator[Job]) -> Iterator[dic
         for reader in connection.wait(list(channels), timeout=_POLL_S):
             channel = channels[reader]
             try:
-                kind, item = reader.recv()
+                kind, item = cast(Any, reader).recv()  # a worker's pipe end
             except (EOFError, OSError):
                 interrupts.park_if_stopping()  # Ctrl-C ended it: not a failure of its runs
                 del channels[reader]

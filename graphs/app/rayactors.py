@@ -98,7 +98,9 @@ def connected(address: str | None) -> Iterator[Any]:
         yield ray
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
-    local = {} if address else {"include_dashboard": False, "_node_ip_address": "127.0.0.1"}
+    local: dict[str, Any] = (
+        {} if address else {"include_dashboard": False, "_node_ip_address": "127.0.0.1"}
+    )
     try:
         # Actors' output stays in the nodes' logs: this process's stdout is the command's.
         # "local" starts a Ray of this run's own, never joining one already running here.

@@ -161,12 +161,12 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
                     finally:
                         leases.pop(job.thread_id, None)
             except ThreadBusy as busy:
-                return result_of(job.index, job.question, job.thread_id, None, 0.0, busy)
+                return dict(result_of(job.index, job.question, job.thread_id, None, 0.0, busy))
             except Exception as error:
                 elapsed = time.perf_counter() - started
-                return result_of(job.index, job.question, job.thread_id, None, elapsed, error)
+                return dict(result_of(job.index, job.question, job.thread_id, None, elapsed, error))
             elapsed = time.perf_counter() - started
-            return result_of(job.index, job.question, job.thread_id, values, elapsed, None)
+            return dict(result_of(job.index, job.question, job.thread_id, values, elapsed, None))
 
         yield run
 

@@ -15,7 +15,7 @@ from reactgraph.app import interrupts
 from reactgraph.app.engines import check_engine
 from reactgraph.app.hints import resume_hint, saved_hint
 from reactgraph.app.options import (
-    DB_FAULTS,
+    DB_STOPS,
     UsageError,
     build_for,
     held,
@@ -62,7 +62,7 @@ def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str, l
     except ModelCallError as error:
         out.fail(f"{str(error).rstrip('.')}. The run is saved; resume it with: {hint}")
         return 1
-    except (*DB_FAULTS, DatabaseError) as error:
+    except DB_STOPS as error:
         text = str(error) if isinstance(error, DatabaseError) else explain(db, error)
         # A server that went away keeps every step it stored; a damaged file may not.
         after = f". The run is saved up to its last step; resume it with: {hint}"

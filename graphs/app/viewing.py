@@ -24,7 +24,9 @@ def reader(name: str, saver: Any) -> Any:
         spec = variant(name)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    window = {"context_window": FALLBACK_WINDOW} if spec.setting("context_window") else {}
+    window: dict[str, Any] = (
+        {"context_window": FALLBACK_WINDOW} if spec.setting("context_window") else {}
+    )
     return build_graph(name, model=ScriptedChatModel(), tools=[], checkpointer=saver, **window)
 
 

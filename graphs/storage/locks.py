@@ -20,6 +20,7 @@ connection.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -111,7 +112,8 @@ def lease_saver(saver: BaseCheckpointSaver, lease: Lease) -> BaseCheckpointSaver
     # The lock's connection is in autocommit mode, as PostgresSaver needs; its queries name
     # their own row factory, so the connection's tuple rows do not matter. The saver's own class
     # (PostgresSaver, or a subclass with its constructor) keeps what it adds.
-    return type(saver)(lease.connection, serde=saver.serde)
+    kind: Any = type(saver)  # a PostgresSaver (or subclass): its constructor takes the connection
+    return kind(lease.connection, serde=saver.serde)
 
 
 class GuardedSaver(BaseCheckpointSaver):
@@ -178,7 +180,7 @@ class GuardedSaver(BaseCheckpointSaver):
         return await self.inner.adelete_thread(thread_id)
 
     @property
-    def config_specs(self) -> list:
+    def config_specs(self) -> builtins.list[Any]:
         return self.inner.config_specs
 
 

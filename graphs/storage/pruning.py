@@ -9,8 +9,7 @@ thread's older checkpoints and writes. A kill at any point leaves a readable thr
 
 from __future__ import annotations
 
-from typing import Any
-
+from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite
@@ -23,7 +22,7 @@ class NotFinished(RuntimeError):
     """The thread has a step still due: pruning would take its resume away."""
 
 
-def _snapshot(graph: CompiledStateGraph, config: dict[str, Any]) -> str:
+def _snapshot(graph: CompiledStateGraph, config: RunnableConfig) -> str:
     """Write the final state as one self-contained checkpoint; its id."""
     thread = config["configurable"]["thread_id"]
     status, values = read_thread(graph, thread)
@@ -52,7 +51,7 @@ def prune_thread(graph: CompiledStateGraph, db: str, thread: str) -> None:
     """Reduce a finished thread of ``db`` (the graph's checkpointer's database) to its final
     state; ``NotFinished`` if it has a step due. History and time travel for it end there;
     ``get_state``, ``show`` and a new run on the thread work as before."""
-    config = {"configurable": {"thread_id": thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
     keep = _snapshot(graph, config)
     _delete_older(db, thread, keep)
 

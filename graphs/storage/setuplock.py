@@ -25,6 +25,11 @@ _SETUP_POLL_S = 0.05
 _SETUP_WAIT_S = 120.0  # then set up anyway: a fault is reported as the database's own
 
 
+def _granted(row: Any) -> bool:
+    """Whether ``pg_try_advisory_lock``'s row says the lock was taken."""
+    return bool(row and row[0])
+
+
 @contextlib.contextmanager
 def setup_lock(db: str) -> Iterator[Any]:
     """Hold the database's setup lock (waiting for another process's setup to end): LangGraph's
@@ -34,7 +39,7 @@ def setup_lock(db: str) -> Iterator[Any]:
 
     with psycopg.connect(db, autocommit=True, application_name="reactgraph-setup") as connection:
         deadline = time.monotonic() + _SETUP_WAIT_S
-        while not connection.execute(_SETUP_TRY, _SETUP_KEY).fetchone()[0]:
+        while not _granted(connection.execute(_SETUP_TRY, _SETUP_KEY).fetchone()):
             if time.monotonic() > deadline:
                 break
             time.sleep(_SETUP_POLL_S)
@@ -50,7 +55,7 @@ async def asetup_lock(db: str) -> AsyncIterator[Any]:
         db, autocommit=True, application_name="reactgraph-setup"
     ) as connection:
         deadline = time.monotonic() + _SETUP_WAIT_S
-        while not (await (await connection.execute(_SETUP_TRY, _SETUP_KEY)).fetchone())[0]:
+        while not _granted(await (await connection.execute(_SETUP_TRY, _SETUP_KEY)).fetchone()):
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(_SETUP_POLL_S)

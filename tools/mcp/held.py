@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from langchain_core.tools import BaseTool, ToolException
@@ -111,8 +111,8 @@ class Held:
             raise ToolException(f"MCP server {self.name!r} no longer offers {name!r}")
         try:
             if self.stdio or session is None:  # the stdio client fails pending calls itself
-                return await tool.coroutine(**arguments)  # type: ignore[misc]
-            return await _unless_ended(tool.coroutine(**arguments), session)  # type: ignore[misc]
+                return await cast(Any, tool).coroutine(**arguments)
+            return await _unless_ended(cast(Any, tool).coroutine(**arguments), session)
         except asyncio.CancelledError:
             # A call given up on (a timeout): over HTTP the client does not notice a server
             # that died mid-call, so the session is opened afresh (cheap) before the next call.

@@ -147,7 +147,7 @@ def wrap(
     return MCPTool(
         name=name or tool.name,
         description=tool.description,
-        args_schema=tool.args_schema,
+        args_schema=tool.args_schema or {"type": "object", "properties": {}},
         func=run,
         coroutine=acall,
         response_format="content_and_artifact",

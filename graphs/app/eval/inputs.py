@@ -83,7 +83,8 @@ def read_jsonl(
     ``{"id"?, "question", "answer"}``, the answer a string or a non-empty list of strings; a line
     without an id gets ``line-N`` (see ``id_text``). Of two lines with one id, the first counts.
     The file streams, so a huge line costs at most ``max_line_bytes`` of memory."""
-    return _split(question_lines(path, _jsonl_item, _id, max_line_bytes), "line")
+    lines = question_lines(path, _jsonl_item, _id, max_line_bytes)
+    return _split(lines, "line")
 
 
 def _id(item: Item) -> str:
@@ -152,7 +153,8 @@ def read_hotpotqa(path: str | Path) -> tuple[list[Item], list[Problem]]:
     del raw  # free the bytes before the items are built
     if not isinstance(data, list):
         raise ValueError(f"{path}: not a HotpotQA file (expected a JSON list of questions)")
-    return _split(first_of_each(enumerate(data), _hotpot_item, _id, name="_id"), "index")
+    entries = first_of_each(enumerate(data), _hotpot_item, _id, name="_id")
+    return _split(entries, "index")
 
 
 def read_questions(path: str | Path, fmt: Format = "jsonl") -> tuple[list[Item], list[Problem]]:

@@ -17,7 +17,7 @@ from reactgraph.nodes.statuses import ENDINGS, STATUSES
 logger = logging.getLogger(__name__)
 
 MISSING = "\u2013"  # an en dash, in a cell with no figure
-_COLOURS = {**{e.status: e.colour for e in ENDINGS.values()}, "errors": "#424242"}
+_COLOURS: dict[str, str] = {**{e.status: e.colour for e in ENDINGS.values()}, "errors": "#424242"}
 _FOOTNOTE = (
     "EM and F1 are percentages over all n questions (no answer, or an error, scores 0). Turns "
     "and tokens per question are over the runs that ended (errors excluded); *seconds* adds up "

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from reactgraph.storage.backends import INDEX
+from reactgraph.storage.backends import INDEX, Dialect
 from reactgraph.storage.errors import DatabaseError
 
 # Words of a fault in reaching the server (psycopg gives these no SQLSTATE).
@@ -72,6 +72,13 @@ class _Dialect:
         return [tuple(row.values()) for row in rows]  # dict rows
 
 
+def _one(row: Any) -> Any:
+    """The one value of a row a query always returns."""
+    if row is None:
+        raise DatabaseError("the database returned no row for a query that always has one")
+    return row[0]
+
+
 def _lock_name(thread_id: str) -> str:
     # The name shows in pg_stat_activity, so an operator can see who holds which thread.
     return f"reactgraph-lock:{thread_id}"[:63]
@@ -81,7 +88,7 @@ class Postgres:
     name = "postgres"
     shared = True
     keeps_steps = True
-    dialect = _Dialect()
+    dialect: Dialect = _Dialect()
 
     def claims(self, db: str) -> bool:
         return db.startswith(("postgresql://", "postgres://"))
@@ -161,7 +168,7 @@ class Postgres:
         from reactgraph.storage.locks import Lease, ThreadBusy
 
         with psycopg.connect(db, autocommit=True, application_name=_lock_name(thread_id)) as conn:
-            key = conn.execute("SELECT hashtextextended(%s, 0)", (thread_id,)).fetchone()[0]
+            key = _one(conn.execute("SELECT hashtextextended(%s, 0)", (thread_id,)).fetchone())
             got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             if not got or not got[0]:
                 raise ThreadBusy(f"thread {thread_id} is running in another process")
@@ -181,13 +188,14 @@ class Postgres:
             db, autocommit=True, application_name=_lock_name(thread_id)
         ) as conn:
             found = await conn.execute("SELECT hashtextextended(%s, 0)", (thread_id,))
-            key = (await found.fetchone())[0]
+            key = _one(await found.fetchone())
             got = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone()
             if not got or not got[0]:
                 raise ThreadBusy(f"thread {thread_id} is running in another process")
             try:
                 # The lease's writer: a saver like the async ``saver``, over the lock's connection.
-                yield Lease(thread_id, conn, type(saver)(conn, serde=saver.serde))
+                kind: Any = type(saver)  # an async PostgreSQL saver: it takes the connection
+                yield Lease(thread_id, conn, kind(conn, serde=saver.serde))
             finally:
                 with contextlib.suppress(Exception):  # a dead connection has let go already
                     await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))

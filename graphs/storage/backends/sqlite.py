@@ -9,10 +9,10 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
-from reactgraph.storage.backends import INDEX
+from reactgraph.storage.backends import INDEX, Dialect
 from reactgraph.storage.errors import DatabaseError, NoDatabase
 
 # SQLite's words for a fault -> what the person should read (the first that matches).
@@ -58,7 +58,7 @@ def connect(path: str, autocommit: bool = False, read_only: bool = False) -> sql
     if file.exists() and not file.is_file():
         raise DatabaseError(f"{path} is not a file; pass a SQLite file (or a postgresql:// URL)")
     # The store opens its own transactions, so its connection must not (autocommit).
-    isolation = None if autocommit else ""
+    isolation: Literal["DEFERRED"] | None = None if autocommit else "DEFERRED"
     try:
         if read_only:
             # mode=ro: reading never creates the file, its folder, or a journal it could leave.
@@ -82,7 +82,7 @@ class Sqlite:
     name = "sqlite"
     shared = False
     keeps_steps = False  # a damaged file may not keep them
-    dialect = _Dialect()
+    dialect: Dialect = _Dialect()
 
     def claims(self, db: str) -> bool:
         return True
