@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes import FakeOpenAIServer, Fault, seed_responder
+from tests.inprocess import run_main
 from tests.test_cli import cli, environment, one_line_error, scratch
 
 pytestmark = pytest.mark.slow
@@ -67,8 +68,8 @@ def test_eval_out_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("")
     other_db = str(tmp_path / "elsewhere.sqlite")  # the database is fine: only --out is not
-    run = cli("eval", str(questions), "--out", str(a_file / "sub"), "--db", other_db,
-              "--base-url", "http://127.0.0.1:9/v1")  # fmt: skip
+    run = run_main("eval", str(questions), "--out", str(a_file / "sub"), "--db", other_db,
+                   "--base-url", "http://127.0.0.1:9/v1")  # fmt: skip
     one_line_error(run, "cannot write the results to --out")
 
 
@@ -78,8 +79,8 @@ def test_eval_out_in_a_read_only_folder_is_one_line(tmp_path: Path) -> None:
     questions.write_text(json.dumps({"question": "q", "answer": "blue"}) + "\n")
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    run = cli("eval", str(questions), "--out", str(locked / "out"), "--db",
-              str(tmp_path / "r.sqlite"), "--base-url", "http://127.0.0.1:9/v1")  # fmt: skip
+    run = run_main("eval", str(questions), "--out", str(locked / "out"), "--db",
+                   str(tmp_path / "r.sqlite"), "--base-url", "http://127.0.0.1:9/v1")  # fmt: skip
     one_line_error(run, "cannot write the results to --out")
 
 
@@ -98,7 +99,10 @@ def raw(*args: bytes) -> subprocess.CompletedProcess[str]:
 def test_a_byte_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     db = str(tmp_path / "runs.sqlite").encode()
     url = b"http://127.0.0.1:9/v1"
-    made = raw(b"ask", b"fine", b"--thread", b"ok", b"--db", db, b"--base-url", url)
+    # The database made in-process; then the bytes as a shell passes them to a new process.
+    made = run_main(
+        "ask", "fine", "--thread", "ok", "--db", db, "--base-url", url, "--model-retries", "0"
+    )
     assert "Traceback" not in made.stderr  # the database exists now (the model is not there)
     one_line_error(raw(b"show", b"t\xff", b"--db", db), "not UTF-8 text: byte 0xff")
     one_line_error(

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("langchain_mcp_adapters")
 
 from tests.fakes import FakeOpenAIServer
+from tests.inprocess import run_main
 from tests.mcp_servers import shared_http_server, stdio
 from tests.test_cli import cli, one_line_error
 from tests.test_cli_batch import batch, result_lines
@@ -57,7 +58,7 @@ def test_ask_with_stdio_and_http_mcp_tools_only(
     prompt = openai_server.requests[0]["messages"][0]["content"]
     assert "local_shout[input]" in prompt and "web_add[input]" in prompt
     assert "search[input]" not in prompt and "calculator[input]" not in prompt
-    shown = cli("show", "m1", "--db", str(tmp_path / "runs.sqlite"))
+    shown = run_main("show", "m1", "--db", str(tmp_path / "runs.sqlite"))
     assert shown.returncode == 0 and "HELLO" in shown.stdout
 
 
@@ -78,10 +79,10 @@ def test_batch_takes_mcp_servers_too(openai_server: FakeOpenAIServer, tmp_path: 
 def test_a_bad_servers_file_is_one_line(tmp_path: Path, content: str, fragment: str) -> None:
     path = tmp_path / "servers.json"
     path.write_text(content)
-    run = cli("ask", "q", "--mcp", str(path), "--base-url", "http://127.0.0.1:9/v1")
+    run = run_main("ask", "q", "--mcp", str(path), "--base-url", "http://127.0.0.1:9/v1")
     one_line_error(run, fragment)
 
 
 def test_no_default_tools_needs_mcp() -> None:
-    run = cli("ask", "q", "--no-default-tools", "--base-url", "http://127.0.0.1:9/v1")
+    run = run_main("ask", "q", "--no-default-tools", "--base-url", "http://127.0.0.1:9/v1")
     one_line_error(run, "--no-default-tools leaves no tools")
