@@ -64,11 +64,13 @@ test-cluster: $(STAMP)
 
 # The inner loop while coding: everything but the subprocess, server and fault tests.
 test-quick: $(STAMP)
-	$(PYTHON) -m pytest $(XDIST) -m "not slow"
+	$(PYTHON) -m pytest $(XDIST) -m "not slow and not kills and not ray and not browser"
 
-# Times the test targets, each with the load average before and after (bench/suite_times.py).
-test-timing: $(STAMP)
-	$(PYTHON) bench/suite_times.py
+# Times make targets with the load average before and after (bench/suite_times.py), e.g.
+# `make test-timing TIMING="--busy test"` or TIMING="--clone ../fresh demo test".
+TIMING ?= test
+test-timing:
+	python3 bench/suite_times.py $(TIMING)
 
 $(REAL_STAMP): $(STAMP)
 ifneq ($(LLAMA_WHEEL),)

@@ -143,6 +143,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_WORKER_POSTGRES] = workers.claim(os.environ.get("PYTEST_XDIST_WORKER"))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the modules holding subprocess and server tests (``slow``) first, each
+    module's tests still together and in order: the workers take the long tests while there is
+    other work to do beside them, instead of ending the run on one long test while the other
+    worker waits (every worker sorts the same way, as xdist requires)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    slow = {item.module for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module not in slow)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     from tests import workers
 

@@ -42,7 +42,7 @@ def cli(
     *args: str,
     env: dict | None = None,
     cwd: Path | None = None,
-    timeout: float = 120,
+    timeout: float = 600,  # a bound against a hang: commands on 2 loaded cores take a while
     **kwargs: object,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
