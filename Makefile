@@ -31,8 +31,10 @@ REAL_STAMP := $(VENV)/.real-model
 $(PYTHON):
 	python3 -m venv $(VENV)
 
+# --no-compile: the bytecode of only what is imported is written, when it is first imported
+# (langchain-openai's openai alone is thousands of modules, most never imported here).
 $(BASE): pyproject.toml | $(PYTHON)
-	$(PYTHON) -m pip install --quiet -e .
+	$(PYTHON) -m pip install --quiet --no-compile -e .
 	touch $(BASE)
 
 $(STAMP): $(BASE)

@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes import FakeOpenAIServer, Fault, seed_responder
 from tests.inprocess import run_main
-from tests.test_cli import cli, environment, one_line_error, scratch
+from tests.test_cli import environment, one_line_error, scratch
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,7 @@ def test_a_full_disk_under_the_results_file_is_one_line_and_tears_no_line(
     )
     one_line_error(run, "cannot write the results to")
     assert results.read_bytes() == before  # no torn line
-    again = cli(*args)
+    again = run_main(*args)  # --workers 1: what it writes is the command's own work
     assert again.returncode == 0, again.stderr
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert sorted(str(line["id"]) for line in lines if line["id"] != "pad") == ["0", "1"]
@@ -120,8 +120,9 @@ def test_a_batch_whose_every_run_fails_says_why(
 ) -> None:
     openai_server.responder = lambda body: Fault(400, "this model does not exist")
     questions = questions_file(tmp_path, 3)
-    run = cli("batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--db",
-              str(tmp_path / "r.sqlite"), "--base-url", openai_server.url)  # fmt: skip
+    run = run_main("batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--db",
+                   str(tmp_path / "r.sqlite"), "--base-url", openai_server.url,
+                   "--workers", "1")  # fmt: skip
     assert run.returncode == 1, run.stderr
     assert "Traceback" not in run.stderr
     lines = run.stderr.strip().splitlines()

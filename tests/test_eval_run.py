@@ -164,8 +164,10 @@ def test_the_bundled_set_runs_with_three_variants_and_writes_three_files(
 
     openai_server.responder = responder
     out = tmp_path / "bundled"
-    run = cli(
+    run = run_main(  # the files an eval writes are its own work: one worker, in-process
         "eval",
+        "--workers",
+        "1",
         "--bundled",
         "--variants",
         "transcript,notes,compaction",
