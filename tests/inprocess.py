@@ -15,14 +15,15 @@ workers it starts) runs it with ``tests.test_cli.cli`` or ``popen`` in a subproc
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import os
 import subprocess
 import sys
+import tempfile
 import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 _LOGGERS = ("psycopg",)  # loggers whose level the command sets (``console.configure_logging``)
 
@@ -51,7 +52,7 @@ def _as_a_process(env: Mapping[str, str], cwd: Path) -> Iterator[None]:
         os.environ.update(saved_env)
 
 
-def _exit_code(exit: SystemExit, stderr: io.StringIO) -> int:
+def _exit_code(exit: SystemExit, stderr: Any) -> int:
     """What a process's status would be after ``sys.exit(code)``."""
     if exit.code is None:
         return 0
@@ -72,8 +73,11 @@ def run_main(
     from tests.test_cli import environment, scratch
 
     argv = [os.fsdecode(arg) for arg in args]
-    stdout, stderr = io.StringIO(), io.StringIO()
+    # Files, not StringIO: what the command starts with this stderr (an MCP server's log, say)
+    # needs a file descriptor, and writes there as a process's children would.
     with (
+        _output() as stdout,
+        _output() as stderr,
         _as_a_process(environment(env), cwd or scratch()),
         contextlib.redirect_stdout(stdout),
         contextlib.redirect_stderr(stderr),
@@ -87,5 +91,15 @@ def run_main(
             code = 1
         finally:
             sys.stdout.flush()
-    out, err = stdout.getvalue(), stderr.getvalue()
+            sys.stderr.flush()
+        out, err = _read(stdout), _read(stderr)
     return subprocess.CompletedProcess(["reactgraph", *argv], code, out, err)
+
+
+def _output() -> Any:
+    return tempfile.TemporaryFile("w+", encoding="utf-8", errors="surrogateescape")
+
+
+def _read(file: Any) -> str:
+    file.seek(0)
+    return file.read()

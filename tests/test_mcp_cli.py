@@ -20,6 +20,11 @@ from tests.test_cli_batch import batch, result_lines
 pytestmark = pytest.mark.slow
 
 
+# A stdio call starts its server process: seconds on a loaded machine (two test workers on 2
+# busy cores), more than the default 10 s tool timeout. A bound against a hang, not a timing.
+TOOL_TIMEOUT = ["--tool-timeout", "300"]
+
+
 def servers_file(tmp_path: Path) -> Path:
     path = tmp_path / "servers.json"
     servers = {"local": stdio(), "web": shared_http_server().connection()}
@@ -52,6 +57,7 @@ def test_ask_with_stdio_and_http_mcp_tools_only(
         str(tmp_path / "runs.sqlite"),
         "--thread",
         "m1",
+        *TOOL_TIMEOUT,
     )
     assert run.returncode == 0, run.stderr
     assert "Observation: HELLO" in run.stdout and "Observation: 5" in run.stdout
@@ -67,7 +73,9 @@ def test_batch_takes_mcp_servers_too(openai_server: FakeOpenAIServer, tmp_path: 
     questions, results = tmp_path / "q.jsonl", tmp_path / "r.jsonl"
     questions.write_text('"one"\n"two"\n')
     servers = str(servers_file(tmp_path))
-    run = batch(questions, results, openai_server, "--mcp", servers, "--workers", "1")
+    run = batch(
+        questions, results, openai_server, "--mcp", servers, "--workers", "1", *TOOL_TIMEOUT
+    )
     assert run.returncode == 0, run.stderr
     assert [line["answer"] for line in result_lines(results)] == ["HELLO 5"] * 2
 
