@@ -1,9 +1,17 @@
 # Two commands do everything on a fresh machine with python3 (>= 3.11) and make:
-#   make demo   - set up .venv and run the offline demo
-#   make test   - set up .venv, lint, and run the tests
+#   make demo   - set up .venv with the package alone and run the offline demo
+#   make test   - add the test tools to .venv, lint, and run the tests
 VENV := .venv
 PYTHON := $(VENV)/bin/python
+# The package and its own dependencies: all the demo needs (about half a minute to install).
+BASE := $(VENV)/.base
+# Plus the extras the tests, the benchmark and the drawings need (a few minutes more).
 STAMP := $(VENV)/.installed
+NOTEBOOKS := $(VENV)/.notebooks
+# Test processes at once (pytest-xdist): on 2 cores, 2 workers keep both busy while one waits on
+# a subprocess or a server. `make test TEST_WORKERS=0` runs them in this one process.
+TEST_WORKERS ?= auto
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
 SHARED_TIKTOKEN := $(abspath ../shared/tiktoken-cache)
 
 # tiktoken cannot download encodings on machines without internet; use the shared cache there.
@@ -11,7 +19,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test typecheck test-quick test-browser test-cluster test-real-model bench bench-real-model drawings format notebooks
+.PHONY: demo test typecheck test-quick test-kills test-browser test-cluster test-real-model test-timing bench bench-real-model drawings format notebooks
 
 # The real-model tests: llama-cpp-python's server from the prebuilt wheel in ../shared/wheels/
 # (built from the PyPI sdist 0.3.36 with GGML_NATIVE=OFF), else built from source (slow: a C++
@@ -20,20 +28,32 @@ WHEELS := $(abspath ../shared/wheels)
 LLAMA_WHEEL := $(firstword $(wildcard $(WHEELS)/llama_cpp_python-0.3.36-*.whl))
 REAL_STAMP := $(VENV)/.real-model
 
-$(STAMP): pyproject.toml
+$(PYTHON):
 	python3 -m venv $(VENV)
-	$(PYTHON) -m pip install --quiet --upgrade pip
+
+# --no-compile: the bytecode of only what is imported is written, when it is first imported
+# (langchain-openai's openai alone is thousands of modules, most never imported here).
+$(BASE): pyproject.toml | $(PYTHON)
+	$(PYTHON) -m pip install --quiet --no-compile -e .
+	touch $(BASE)
+
+$(STAMP): $(BASE)
 	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(VENV)/bin/reactgraph demo
 
+# Everything but the suites with targets of their own below (markers in pyproject.toml).
 test: $(STAMP)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(MAKE) --no-print-directory typecheck
-	$(PYTHON) -m pytest -m "not browser and not cluster"
+	$(PYTHON) -m pytest $(XDIST) -m "not browser and not cluster and not ray and not kills"
+
+# Real processes killed (SIGKILL) or interrupted (Ctrl-C) at every moment, and what they left.
+test-kills: $(STAMP)
+	$(PYTHON) -m pytest $(XDIST) -m "kills and not browser and not cluster and not ray"
 
 # mypy on the package as it installs (reactgraph = graphs/, with nodes/ and tools/ in it): a tree
 # of links in a temporary folder, since mypy cannot follow the editable install's mapping.
@@ -48,13 +68,20 @@ typecheck: $(STAMP)
 test-browser: $(STAMP)
 	$(PYTHON) -m pytest -m browser
 
-# The two-node Ray cluster losing a node mid-batch (a few minutes on a loaded machine; CI runs it).
+# Ray: the engine on a local Ray per command, and the two-node cluster losing a node mid-batch
+# (Ray's start-up is most of it; one process, as two Rays at once on 2 cores only wait longer).
 test-cluster: $(STAMP)
-	$(PYTHON) -m pytest -m cluster
+	$(PYTHON) -m pytest -m "(ray or cluster) and not browser"
 
 # The inner loop while coding: everything but the subprocess, server and fault tests.
 test-quick: $(STAMP)
-	$(PYTHON) -m pytest -m "not slow"
+	$(PYTHON) -m pytest $(XDIST) -m "not slow and not kills and not ray and not browser"
+
+# Times make targets with the load average before and after (bench/suite_times.py), e.g.
+# `make test-timing TIMING="--busy test"` or TIMING="--clone ../fresh demo test".
+TIMING ?= test
+test-timing:
+	python3 bench/suite_times.py $(TIMING)
 
 $(REAL_STAMP): $(STAMP)
 ifneq ($(LLAMA_WHEEL),)
@@ -79,8 +106,13 @@ drawings: $(STAMP)
 	for variant in $$($(PYTHON) -c "from reactgraph import VARIANTS; print(*VARIANTS)"); do \
 		$(VENV)/bin/reactgraph graph $$variant --png notebooks/drawings/$$variant.png; done
 
-# Opens JupyterLab on the notebooks (jupyterlab comes with the dev extra).
-notebooks: $(STAMP)
+# Opens JupyterLab on the notebooks (the notebooks extra: kept out of the test tools, as its
+# jsonschema plugins cost every process that imports jsonschema two seconds of CPU).
+$(NOTEBOOKS): $(STAMP)
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,notebooks]"
+	touch $(NOTEBOOKS)
+
+notebooks: $(NOTEBOOKS)
 	$(VENV)/bin/jupyter lab notebooks/
 
 format: $(STAMP)

@@ -18,6 +18,8 @@ _SHARED_CACHE = ROOT.parent / "shared" / "tiktoken-cache"
 # What tests must never leave inside the checkout (`make test` keeps `git status` clean).
 _LITTER = ("runs", ".langgraph_api")
 _BEFORE = {name for name in _LITTER if (ROOT / name).exists()}
+_BASE_POSTGRES = pytest.StashKey[str]()
+_WORKER_POSTGRES = pytest.StashKey["str | None"]()
 # Ray (the Ray engine's tests) keeps every node on 127.0.0.1 with this, never the machine's
 # network address; it is read when ray is imported, so it is set before any test module loads.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -133,6 +135,32 @@ def run(request: pytest.FixtureRequest) -> Any:
     from tests.fakes import runner
 
     return runner(request.param)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, each worker its own PostgreSQL database (``tests.workers``)."""
+    from tests import workers
+
+    config.stash[_BASE_POSTGRES] = workers.base_url()
+    config.stash[_WORKER_POSTGRES] = workers.claim(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the modules holding subprocess and server tests (``slow``) first, each
+    module's tests still together and in order: the workers take the long tests while there is
+    other work to do beside them, instead of ending the run on one long test while the other
+    worker waits (every worker sorts the same way, as xdist requires)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    slow = {item.module for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module not in slow)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from tests import workers
+
+    if _WORKER_POSTGRES in config.stash:
+        workers.release(config.stash[_WORKER_POSTGRES], config.stash[_BASE_POSTGRES])
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -15,7 +15,8 @@ from tests.fakes import SEED, FakeOpenAIServer, seed_responder
 from tests.langgraph_dev import CHAT_GRAPHS, LANGGRAPH, langgraph_dev
 from tests.test_studio import chat_turns
 
-pytestmark = pytest.mark.slow
+# One pytest-xdist worker runs them all, so the module's server starts once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("chat-clients")]
 
 QUESTION = "How many years apart?"
 

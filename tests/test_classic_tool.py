@@ -153,9 +153,9 @@ def test_the_command_line_runs_the_seed_with_classic_tools(
 
 @pytest.mark.slow
 def test_a_bad_tools_flag_is_one_line_and_exit_2() -> None:
-    from tests.test_cli import cli
+    from tests.inprocess import run_main
 
-    run = cli("ask", "q", "--base-url", "http://127.0.0.1:9/v1", "--tools", "nowhere.py:x")
+    run = run_main("ask", "q", "--base-url", "http://127.0.0.1:9/v1", "--tools", "nowhere.py:x")
     assert run.returncode == 2
     (line,) = run.stderr.strip().splitlines()
     assert line.endswith("tools nowhere.py: no such file"), run.stderr

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakes import FakeOpenAIServer, Fault, seed_responder
-from tests.test_cli import cli, environment, one_line_error, scratch
+from tests.inprocess import run_main
+from tests.test_cli import environment, one_line_error, scratch
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +56,7 @@ def test_a_full_disk_under_the_results_file_is_one_line_and_tears_no_line(
     )
     one_line_error(run, "cannot write the results to")
     assert results.read_bytes() == before  # no torn line
-    again = cli(*args)
+    again = run_main(*args)  # --workers 1: what it writes is the command's own work
     assert again.returncode == 0, again.stderr
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert sorted(str(line["id"]) for line in lines if line["id"] != "pad") == ["0", "1"]
@@ -67,8 +68,8 @@ def test_eval_out_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("")
     other_db = str(tmp_path / "elsewhere.sqlite")  # the database is fine: only --out is not
-    run = cli("eval", str(questions), "--out", str(a_file / "sub"), "--db", other_db,
-              "--base-url", "http://127.0.0.1:9/v1")  # fmt: skip
+    run = run_main("eval", str(questions), "--out", str(a_file / "sub"), "--db", other_db,
+                   "--base-url", "http://127.0.0.1:9/v1")  # fmt: skip
     one_line_error(run, "cannot write the results to --out")
 
 
@@ -78,8 +79,8 @@ def test_eval_out_in_a_read_only_folder_is_one_line(tmp_path: Path) -> None:
     questions.write_text(json.dumps({"question": "q", "answer": "blue"}) + "\n")
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    run = cli("eval", str(questions), "--out", str(locked / "out"), "--db",
-              str(tmp_path / "r.sqlite"), "--base-url", "http://127.0.0.1:9/v1")  # fmt: skip
+    run = run_main("eval", str(questions), "--out", str(locked / "out"), "--db",
+                   str(tmp_path / "r.sqlite"), "--base-url", "http://127.0.0.1:9/v1")  # fmt: skip
     one_line_error(run, "cannot write the results to --out")
 
 
@@ -98,7 +99,10 @@ def raw(*args: bytes) -> subprocess.CompletedProcess[str]:
 def test_a_byte_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     db = str(tmp_path / "runs.sqlite").encode()
     url = b"http://127.0.0.1:9/v1"
-    made = raw(b"ask", b"fine", b"--thread", b"ok", b"--db", db, b"--base-url", url)
+    # The database made in-process; then the bytes as a shell passes them to a new process.
+    made = run_main(
+        "ask", "fine", "--thread", "ok", "--db", db, "--base-url", url, "--model-retries", "0"
+    )
     assert "Traceback" not in made.stderr  # the database exists now (the model is not there)
     one_line_error(raw(b"show", b"t\xff", b"--db", db), "not UTF-8 text: byte 0xff")
     one_line_error(
@@ -116,8 +120,9 @@ def test_a_batch_whose_every_run_fails_says_why(
 ) -> None:
     openai_server.responder = lambda body: Fault(400, "this model does not exist")
     questions = questions_file(tmp_path, 3)
-    run = cli("batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--db",
-              str(tmp_path / "r.sqlite"), "--base-url", openai_server.url)  # fmt: skip
+    run = run_main("batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--db",
+                   str(tmp_path / "r.sqlite"), "--base-url", openai_server.url,
+                   "--workers", "1")  # fmt: skip
     assert run.returncode == 1, run.stderr
     assert "Traceback" not in run.stderr
     lines = run.stderr.strip().splitlines()

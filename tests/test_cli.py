@@ -1,4 +1,5 @@
-"""The command line, in a subprocess as a person runs it, and in-process."""
+"""The command line, in a subprocess as a person runs it, and in-process (``run_main``: what a
+command says and stores, without an interpreter start)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from reactgraph.app.cli import main
 from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.inprocess import run_main
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
 pytestmark = pytest.mark.slow
@@ -40,7 +42,7 @@ def cli(
     *args: str,
     env: dict | None = None,
     cwd: Path | None = None,
-    timeout: float = 120,
+    timeout: float = 600,  # a bound against a hang: commands on 2 loaded cores take a while
     **kwargs: object,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -119,17 +121,18 @@ def test_ask_then_threads_show_and_resume(openai_server: FakeOpenAIServer, tmp_p
     assert result.returncode == 0, result.stderr
     assert "turn 1 (action)" in result.stdout and "Observation: 48" in result.stdout
     assert "tokens" in result.stdout and "Answer: 48" in result.stdout
-    threads = cli("threads", "--db", db)
+    threads = run_main("threads", "--db", db)
     assert "t1" in threads.stdout and "answered" in threads.stdout
     assert "How many years apart?" in threads.stdout
-    show = cli("show", "t1", "--db", db)
+    show = run_main("show", "t1", "--db", db)
     assert "Final Answer: 48" in show.stdout and "4 turns" in show.stdout
-    resume = cli("resume", "t1", "--db", db, env={"OPENAI_BASE_URL": openai_server.url})
+    resume = run_main("resume", "t1", "--db", db, env={"OPENAI_BASE_URL": openai_server.url})
     assert resume.returncode == 0 and "already finished" in resume.stdout
-    again = cli("ask", "q", "--base-url", openai_server.url, "--db", db, "--thread", "t1")
+    again = run_main("ask", "q", "--base-url", openai_server.url, "--db", db, "--thread", "t1")
     one_line_error(again, "already exists")
 
 
+@pytest.mark.kills
 def test_ctrl_c_saves_the_run_and_resume_finishes_it(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -191,14 +194,14 @@ def test_bad_input_is_one_line_and_exit_code_2(
     args: list[str], fragment: str, tmp_path: Path
 ) -> None:
     db = ["--db", str(tmp_path / "runs.sqlite")] if args[0] in ("show", "resume", "ask") else []
-    one_line_error(cli(*args, *db), fragment)
+    one_line_error(run_main(*args, *db), fragment)
 
 
 def test_an_unreadable_database_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_text("this is not a database " * 100)
-    one_line_error(cli("threads", "--db", str(garbage)), "cannot open the database")
-    one_line_error(cli("threads", "--db", str(tmp_path)), "is not a file")
+    one_line_error(run_main("threads", "--db", str(garbage)), "cannot open the database")
+    one_line_error(run_main("threads", "--db", str(tmp_path)), "is not a file")
 
 
 def test_in_process(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -210,12 +213,12 @@ def test_in_process(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
 
 
 def test_graph_prints_mermaid_and_writes_a_png(tmp_path: Path) -> None:
-    mermaid = cli("graph", "notes")
+    mermaid = run_main("graph", "notes")
     assert mermaid.returncode == 0, mermaid.stderr
     assert "parse_reply -.-> update_notes;" in mermaid.stdout
     assert "update_notes -.-> stop_run;" in mermaid.stdout
     target = tmp_path / "notes.png"
-    png = cli("graph", "compaction", "--png", str(target))
+    png = run_main("graph", "compaction", "--png", str(target))
     assert png.returncode == 0, png.stderr
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -232,7 +235,7 @@ def test_notes_in_the_database_with_the_notes_variant(
 
     openai_server.responder = responder
     db = str(tmp_path / "runs.sqlite")
-    result = cli(
+    result = run_main(
         "ask",
         "q",
         "--variant",
@@ -246,7 +249,7 @@ def test_notes_in_the_database_with_the_notes_variant(
         "n1",
     )
     assert result.returncode == 0, result.stderr
-    assert "find both years" in cli("show", "n1", "--db", db).stdout
+    assert "find both years" in run_main("show", "n1", "--db", db).stdout
     with open_db(db) as (_, store):
         assert store.get(("reactgraph", "notes"), "n1").value["text"] == "- [ ] find both years"
     assert not (tmp_path / "runs").exists()

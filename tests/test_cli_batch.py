@@ -1,5 +1,7 @@
 """``reactgraph batch`` as a person runs it: bad lines skipped with their numbers, ids kept as
-given, torn result lines run again, two batches on one results file."""
+given, torn result lines run again, two batches on one results file. What the batch file and
+the results file hold is the command's own work, so most runs go in-process with one worker
+(``run_main``); ids crossing into worker processes and two batches at once run in processes."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes import FakeOpenAIServer
+from tests.inprocess import run_main
 from tests.test_cli import cli, popen
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
@@ -17,12 +20,15 @@ pytestmark = pytest.mark.slow
 
 
 def batch(
-    questions: Path, results: Path, server: FakeOpenAIServer, *more: str
+    questions: Path, results: Path, server: FakeOpenAIServer, *more: str, processes: bool = False
 ) -> subprocess.CompletedProcess[str]:
+    """``reactgraph batch`` on the test server: in-process with one worker, or (``processes``)
+    in a subprocess with its default worker processes."""
     db = str(results.parent / "runs.sqlite")
-    return cli(
-        "batch", str(questions), "--out", str(results), "--base-url", server.url, "--db", db, *more
-    )
+    args = ["batch", str(questions), "--out", str(results), "--base-url", server.url, "--db", db]
+    if processes:
+        return cli(*args, *more)
+    return run_main(*args, *(more if "--workers" in more else [*more, "--workers", "1"]))
 
 
 def result_lines(results: Path) -> list[dict]:
@@ -91,7 +97,7 @@ def test_every_kind_of_bad_line_is_a_numbered_warning_and_the_rest_runs(
 def test_a_file_with_no_good_line_is_one_error_line(tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_bytes(b'{"question":"caf\xe9"}\n')
-    run = cli("batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--base-url", "x")
+    run = run_main("batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--base-url", "x")
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "no question to run" in lines[0]
@@ -110,7 +116,7 @@ def test_ids_are_kept_as_given_and_generated_ones_never_collide(
         '{"question": "really line 4"}\n'
     )
     results = tmp_path / "r.jsonl"
-    run = batch(questions, results, seed_server)
+    run = batch(questions, results, seed_server, processes=True)  # the ids cross into workers
     assert run.returncode == 0 and run.stderr == "", run.stderr
     by_question = {line["question"]: line["id"] for line in result_lines(results)}
     assert by_question == {

@@ -15,7 +15,8 @@ import pytest
 
 from reactgraph.storage.database import new_record, open_db
 from tests.fakes import FakeOpenAIServer
-from tests.test_cli import cli, one_line_error, popen
+from tests.inprocess import run_main
+from tests.test_cli import one_line_error, popen
 from tests.test_persistence import postgres_url
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
@@ -117,7 +118,7 @@ def test_a_database_fault_is_one_line_naming_the_file(
 ) -> None:
     db = folder / "runs.sqlite"
     FAULTS[fault](db)
-    result = cli(*COMMANDS[command], "--db", str(db))
+    result = run_main(*COMMANDS[command], "--db", str(db))
     assert "Traceback" not in result.stderr, result.stderr
     if command not in STOPS[fault]:
         assert result.returncode == 0, result.stderr
@@ -128,10 +129,10 @@ def test_a_database_fault_is_one_line_naming_the_file(
 
 def test_reading_commands_never_create_a_database(tmp_path: Path) -> None:
     db = tmp_path / "not" / "yet" / "runs.sqlite"
-    threads = cli("threads", "--db", str(db))
+    threads = run_main("threads", "--db", str(db))
     assert threads.returncode == 0 and f"no database at {db}" in threads.stdout
-    one_line_error(cli("show", "t1", "--db", str(db)), f"no database at {db}")
-    one_line_error(cli("resume", "t1", "--db", str(db)), f"no database at {db}")
+    one_line_error(run_main("show", "t1", "--db", str(db)), f"no database at {db}")
+    one_line_error(run_main("resume", "t1", "--db", str(db)), f"no database at {db}")
     assert not (tmp_path / "not").exists()
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from reactgraph import REGISTRY, VARIANTS
 from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.inprocess import run_main
 from tests.test_cli import REPO, cli, one_line_error
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
@@ -22,16 +23,16 @@ FLAG = re.compile(r"(?<![\w-])(--?[a-z][a-z-]*)")
 
 
 def test_version() -> None:
-    result = cli("--version")
+    result = run_main("--version")
     assert result.returncode == 0 and re.fullmatch(r"reactgraph \d+\.\d+\.\d+\S*\n", result.stdout)
 
 
 def test_help_shows_the_defaults() -> None:
-    text = " ".join(cli("ask", "--help").stdout.split())
+    text = " ".join(run_main("ask", "--help").stdout.split())
     assert "(default: transcript)" in text and "(default: runs/reactgraph.sqlite)" in text
     assert "(default: 10.0)" in text and "(default: 60.0)" in text
     assert "(default: None)" not in text and "(default: False)" not in text
-    assert "(default: 8)" in " ".join(cli("batch", "--help").stdout.split())
+    assert "(default: 8)" in " ".join(run_main("batch", "--help").stdout.split())
 
 
 def readme_commands() -> dict[str, str]:
@@ -53,14 +54,14 @@ def readme_commands() -> dict[str, str]:
 
 
 def help_flags(command: str) -> set[str]:
-    text = cli(*([command] if command else []), "--help").stdout
+    text = run_main(*([command] if command else []), "--help").stdout
     options = text.split("options:", 1)[1]
     return set(FLAG.findall(options)) - {"-h", "--help"}
 
 
 def test_the_readme_names_every_command_and_flag_that_help_has_and_no_other() -> None:
     commands = readme_commands()
-    listed = cli("--help").stdout.split("{", 1)[1].split("}", 1)[0].split(",")
+    listed = run_main("--help").stdout.split("{", 1)[1].split("}", 1)[0].split(",")
     assert set(commands) == {"", *listed}
     for command, text in commands.items():
         assert set(FLAG.findall(text)) == help_flags(command), command
@@ -70,7 +71,7 @@ def test_the_readme_names_every_command_and_flag_that_help_has_and_no_other() ->
 
 def test_a_drawing_to_a_missing_folder_is_one_line(tmp_path: Path) -> None:
     target = tmp_path / "missing" / "folder" / "x.png"
-    one_line_error(cli("graph", "notes", "--png", str(target)), f"cannot write {target}")
+    one_line_error(run_main("graph", "notes", "--png", str(target)), f"cannot write {target}")
 
 
 def window_variants() -> list[str]:
@@ -81,7 +82,7 @@ def window_variants() -> list[str]:
 def test_context_window_only_for_variants_that_have_one(command: str, tmp_path: Path) -> None:
     other = next(name for name in VARIANTS if name not in window_variants())
     args = ["q"] if command == "ask" else [str(tmp_path / "q.jsonl"), "--out", "r.jsonl"]
-    result = cli(
+    result = run_main(
         command,
         *args,
         "--variant",
@@ -101,7 +102,7 @@ def test_context_window_is_used_and_reading_threads_warns_of_nothing(
     openai_server.responder = seed_responder
     db = str(tmp_path / "runs.sqlite")
     for variant in window_variants():
-        run = cli(
+        run = run_main(
             "ask",
             "How many years?",
             "--variant",
@@ -119,7 +120,7 @@ def test_context_window_is_used_and_reading_threads_warns_of_nothing(
         assert "context window" not in run.stderr
     questions = tmp_path / "q.jsonl"
     questions.write_text('"How many years?"\n')
-    batch = cli(
+    batch = run_main(
         "batch",
         str(questions),
         "--out",
@@ -134,7 +135,7 @@ def test_context_window_is_used_and_reading_threads_warns_of_nothing(
         openai_server.url,
     )
     assert batch.returncode == 0 and "context window" not in batch.stderr, batch.stderr
-    threads = cli("threads", "--db", db)
+    threads = run_main("threads", "--db", db)
     assert threads.returncode == 0 and threads.stderr == ""
     assert threads.stdout.count("answered") == len(window_variants())
 
@@ -177,9 +178,10 @@ def test_the_threads_listing_cuts_a_long_question_at_a_word(
     openai_server.responder = seed_responder
     db = str(tmp_path / "runs.sqlite")
     question = "How many years after the Eiffel Tower was completed " * 3 + "did it open?"
-    run = cli("ask", question, "--base-url", openai_server.url, "--db", db)
+    run = run_main("ask", question, "--base-url", openai_server.url, "--db", db)
     assert run.returncode == 0, run.stderr
-    row = next(line for line in cli("threads", "--db", db).stdout.splitlines() if "How" in line)
+    listing = run_main("threads", "--db", db).stdout.splitlines()
+    row = next(line for line in listing if "How" in line)
     shown = row.split("answered", 1)[1].split(None, 1)[1].rstrip()
     assert shown.endswith("…")
     assert question.startswith(shown[:-1]) and question[len(shown) - 1] == " "
@@ -200,8 +202,11 @@ def test_make_notebooks_opens_jupyterlab() -> None:
     )
     assert dry.returncode == 0 and ".venv/bin/jupyter lab notebooks/" in dry.stdout
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
-    dev = pyproject["project"]["optional-dependencies"]["dev"]
-    assert any(requirement.startswith("jupyterlab") for requirement in dev)
+    extras = pyproject["project"]["optional-dependencies"]
+    assert any(requirement.startswith("jupyterlab") for requirement in extras["notebooks"])
+    # Not among the test tools: its jsonschema plugins cost every MCP server and Ray process
+    # seconds of CPU at import (see the README's "The test suite").
+    assert not any(requirement.startswith("jupyterlab") for requirement in extras["dev"])
     assert "make notebooks" in (REPO / "README.md").read_text("utf-8")
     jupyter = REPO / ".venv" / "bin" / "jupyter"
     if jupyter.exists():

@@ -12,7 +12,8 @@ import pytest
 
 from reactgraph.storage.database import RunRecord, open_db
 from tests.fakes import FakeOpenAIServer, Fault, seed_responder
-from tests.test_cli import cli, one_line_error, popen
+from tests.inprocess import run_main
+from tests.test_cli import one_line_error, popen
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
 pytestmark = pytest.mark.slow
@@ -24,16 +25,16 @@ def ask(server: FakeOpenAIServer, db: Path | str, *more: str) -> list[str]:
 
 def test_an_empty_question_is_one_line_and_leaves_no_thread(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
-    result = cli("ask", "   ", "--base-url", "http://127.0.0.1:9/v1", "--db", str(db))
+    result = run_main("ask", "   ", "--base-url", "http://127.0.0.1:9/v1", "--db", str(db))
     one_line_error(result, "the question is empty")
     # Latin-1 bytes on the command line become a lone surrogate, which no database can store.
-    latin = cli("ask", b"caf\xe9", "--base-url", "http://127.0.0.1:9/v1", "--db", str(db))  # type: ignore[arg-type]
+    latin = run_main("ask", b"caf\xe9", "--base-url", "http://127.0.0.1:9/v1", "--db", str(db))
     one_line_error(latin, "the question is not UTF-8 text: byte 0xe9 at position 3")
     if db.exists():
         with open_db(str(db)) as (saver, store):
             assert RunRecord.all(store) == []
             assert list(saver.list(None)) == []
-    assert "no threads" in cli("threads", "--db", str(db)).stdout
+    assert "no threads" in run_main("threads", "--db", str(db)).stdout
 
 
 def test_a_second_ask_on_a_running_thread_loses_and_the_first_run_is_intact(
@@ -44,15 +45,15 @@ def test_a_second_ask_on_a_running_thread_loses_and_the_first_run_is_intact(
     first = popen("ask", "the first question", *ask(openai_server, db, "--thread", "t1"))
     try:
         openai_server.wait_for_a_request()
-        second = cli("ask", "the second question", *ask(openai_server, db, "--thread", "t1"))
+        second = run_main("ask", "the second question", *ask(openai_server, db, "--thread", "t1"))
         one_line_error(second, "thread t1 is running in another process")
-        again = cli("resume", "t1", "--db", str(db), "--base-url", openai_server.url)
+        again = run_main("resume", "t1", "--db", str(db), "--base-url", openai_server.url)
         one_line_error(again, "thread t1 is running in another process")
     finally:
         gate.set()
         _, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
-    show = cli("show", "t1", "--db", str(db))
+    show = run_main("show", "t1", "--db", str(db))
     assert "Question: the first question" in show.stdout and "second" not in show.stdout
     assert "4 turns" in show.stdout and "Answer: 48" in show.stdout
 
@@ -92,14 +93,14 @@ def test_the_lock_is_taken_before_the_thread_is_checked(
     )
     writer = wait_for_reader(fifo)
     try:
-        second = cli("ask", "the second question", *ask(openai_server, db, "--thread", "t1"))
+        second = run_main("ask", "the second question", *ask(openai_server, db, "--thread", "t1"))
     finally:
         os.write(writer, b"# Eiffel Tower\n\nThe Eiffel Tower was completed in 1889.\n")
         os.close(writer)
         _, err = first.communicate(timeout=120)
     one_line_error(second, "thread t1 is running in another process")
     assert first.returncode == 0, err
-    show = cli("show", "t1", "--db", str(db))
+    show = run_main("show", "t1", "--db", str(db))
     assert "Question: the first question" in show.stdout and "4 turns" in show.stdout
 
 
@@ -107,7 +108,7 @@ def test_resume_goes_on_at_another_endpoint_and_remembers_it(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     openai_server.responder = lambda body: Fault(503, "down for maintenance.")
-    result = cli(
+    result = run_main(
         "ask", "How many years?", *ask(openai_server, "runs.sqlite", "--thread", "t3"), cwd=tmp_path
     )
     assert result.returncode == 1, result.stderr
@@ -119,7 +120,7 @@ def test_resume_goes_on_at_another_endpoint_and_remembers_it(
     other = FakeOpenAIServer()
     try:
         other.responder = seed_responder
-        resume = cli(
+        resume = run_main(
             "resume",
             "t3",
             "--db",
@@ -139,7 +140,7 @@ def test_resume_goes_on_at_another_endpoint_and_remembers_it(
     with open_db(str(db), read_only=True) as (_, store):
         record = RunRecord.load(store, "t3")
     assert record is not None and (record.model, record.base_url) == ("other-model", other.url)
-    assert "model other-model" in cli("show", "t3", "--db", str(db)).stdout
+    assert "model other-model" in run_main("show", "t3", "--db", str(db)).stdout
 
 
 def test_a_notes_update_shows_the_notes_first_line_and_length(
@@ -154,7 +155,7 @@ def test_a_notes_update_shows_the_notes_first_line_and_length(
 
     openai_server.responder = responder
     db = tmp_path / "runs.sqlite"
-    result = cli("ask", "q", "--variant", "notes", "--notes-in-db", *ask(openai_server, db))
+    result = run_main("ask", "q", "--variant", "notes", "--notes-in-db", *ask(openai_server, db))
     assert result.returncode == 0, result.stderr
     line = f"update_notes[- [ ] find the year the Eiffel Tower was completed … ({len(notes)} "
     assert line in result.stdout

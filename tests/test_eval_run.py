@@ -21,6 +21,7 @@ from tests.fakes import (
     scripted_recipe,
     seed_responder,
 )
+from tests.inprocess import run_main
 from tests.test_cli import cli, one_line_error, popen
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,6 +98,7 @@ def test_over_the_local_server_with_workers(
     assert "transcript" in run.stdout and "EM" in run.stdout
 
 
+@pytest.mark.kills
 def test_an_interrupted_eval_resumes_without_running_a_pair_twice(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -147,7 +149,7 @@ def test_an_interrupted_eval_resumes_without_running_a_pair_twice(
     ],
 )
 def test_bad_eval_input_is_one_line(args: list[str], fragment: str) -> None:
-    one_line_error(cli("eval", *args, "--base-url", "http://127.0.0.1:9/v1"), fragment)
+    one_line_error(run_main("eval", *args, "--base-url", "http://127.0.0.1:9/v1"), fragment)
 
 
 def test_the_bundled_set_runs_with_three_variants_and_writes_three_files(
@@ -162,8 +164,10 @@ def test_the_bundled_set_runs_with_three_variants_and_writes_three_files(
 
     openai_server.responder = responder
     out = tmp_path / "bundled"
-    run = cli(
+    run = run_main(  # the files an eval writes are its own work: one worker, in-process
         "eval",
+        "--workers",
+        "1",
         "--bundled",
         "--variants",
         "transcript,notes,compaction",
@@ -201,13 +205,13 @@ def test_a_failed_pair_is_one_line_and_a_rerun_that_retries_it_exits_0(
     )
     args = ["eval", str(questions), "--out", str(tmp_path / "out"), "--variants", "transcript"]
     args += ["--base-url", openai_server.url, "--workers", "1", "--model-retries", "0"]
-    first = cli(*args)
+    first = run_main(*args)
     assert first.returncode == 1, first.stderr
     lines = first.stderr.strip().splitlines()
     assert len(lines) == 1 and "1 of 2 pair(s) ended in an error" in lines[0], lines
     assert "run the same command again" in lines[0]
     broken["on"] = False
-    again = cli(*args)
+    again = run_main(*args)
     assert again.returncode == 0 and again.stderr == "", again.stderr
     shown = [(line["id"], bool(line.get("error"))) for line in read_results(tmp_path / "out")]
     assert sorted(shown) == [("0", False), ("1", False), ("1", True)]

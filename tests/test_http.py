@@ -170,7 +170,7 @@ def test_ainvoke_end_to_end_with_async_tools(openai_server: FakeOpenAIServer) ->
 def test_sync_tools_never_block_the_event_loop(openai_server: FakeOpenAIServer) -> None:
     openai_server.script.extend(["Action: sleepy[x]", "Final Answer: done"])
     llm = chat_model("gpt-4o-mini", base_url=openai_server.url, timeout=5)
-    graph = build_graph("transcript", model=llm, tools=[sleepy], tool_timeout=1.0)
+    graph = build_graph("transcript", model=llm, tools=[sleepy], tool_timeout=3.0)
 
     async def main() -> tuple[dict, float]:
         gaps: list[float] = []
@@ -190,7 +190,9 @@ def test_sync_tools_never_block_the_event_loop(openai_server: FakeOpenAIServer) 
 
     out, worst_gap = asyncio.run(main())
     assert "timed out" in out["turns"][0]["observation"]
-    assert worst_gap < 0.5  # the 1 s tool wait did not stall the loop
+    # A loop stalled by the tool's wait would miss its ticks for the whole 3 s; a loaded machine
+    # (two test workers on 2 busy cores) may delay a tick by a fraction of that, never all of it.
+    assert worst_gap < 2.0
 
 
 def test_astream_messages_streams_with_usage(openai_server: FakeOpenAIServer) -> None:

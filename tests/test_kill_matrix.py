@@ -22,6 +22,9 @@ import pytest
 from reactgraph.app.cli import main
 from reactgraph.storage.database import new_record, open_db
 
+# Real processes killed: `make test-kills` runs them, `make test` does not.
+pytestmark = pytest.mark.kills
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent(

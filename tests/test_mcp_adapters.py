@@ -21,6 +21,9 @@ from mcp.shared.exceptions import McpError
 
 from tests.mcp_servers import ADD_SCHEMA, NAMES, HttpServer, stdio, text_of
 
+# Its module fixtures start MCP servers: one pytest-xdist worker runs its tests, so once.
+pytestmark = pytest.mark.xdist_group("mcp-adapters")
+
 
 def adapters_tools(connection: dict[str, Any]) -> dict[str, Any]:
     client = MultiServerMCPClient({"test": connection})  # type: ignore[dict-item]

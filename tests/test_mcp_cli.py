@@ -11,12 +11,18 @@ import pytest
 pytest.importorskip("langchain_mcp_adapters")
 
 from tests.fakes import FakeOpenAIServer
+from tests.inprocess import run_main
 from tests.mcp_servers import shared_http_server, stdio
 from tests.test_cli import cli, one_line_error
 from tests.test_cli_batch import batch, result_lines
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
 pytestmark = pytest.mark.slow
+
+
+# A stdio call starts its server process: seconds on a loaded machine (two test workers on 2
+# busy cores), more than the default 10 s tool timeout. A bound against a hang, not a timing.
+TOOL_TIMEOUT = ["--tool-timeout", "300"]
 
 
 def servers_file(tmp_path: Path) -> Path:
@@ -51,13 +57,14 @@ def test_ask_with_stdio_and_http_mcp_tools_only(
         str(tmp_path / "runs.sqlite"),
         "--thread",
         "m1",
+        *TOOL_TIMEOUT,
     )
     assert run.returncode == 0, run.stderr
     assert "Observation: HELLO" in run.stdout and "Observation: 5" in run.stdout
     prompt = openai_server.requests[0]["messages"][0]["content"]
     assert "local_shout[input]" in prompt and "web_add[input]" in prompt
     assert "search[input]" not in prompt and "calculator[input]" not in prompt
-    shown = cli("show", "m1", "--db", str(tmp_path / "runs.sqlite"))
+    shown = run_main("show", "m1", "--db", str(tmp_path / "runs.sqlite"))
     assert shown.returncode == 0 and "HELLO" in shown.stdout
 
 
@@ -66,7 +73,9 @@ def test_batch_takes_mcp_servers_too(openai_server: FakeOpenAIServer, tmp_path: 
     questions, results = tmp_path / "q.jsonl", tmp_path / "r.jsonl"
     questions.write_text('"one"\n"two"\n')
     servers = str(servers_file(tmp_path))
-    run = batch(questions, results, openai_server, "--mcp", servers, "--workers", "1")
+    run = batch(
+        questions, results, openai_server, "--mcp", servers, "--workers", "1", *TOOL_TIMEOUT
+    )
     assert run.returncode == 0, run.stderr
     assert [line["answer"] for line in result_lines(results)] == ["HELLO 5"] * 2
 
@@ -78,10 +87,10 @@ def test_batch_takes_mcp_servers_too(openai_server: FakeOpenAIServer, tmp_path: 
 def test_a_bad_servers_file_is_one_line(tmp_path: Path, content: str, fragment: str) -> None:
     path = tmp_path / "servers.json"
     path.write_text(content)
-    run = cli("ask", "q", "--mcp", str(path), "--base-url", "http://127.0.0.1:9/v1")
+    run = run_main("ask", "q", "--mcp", str(path), "--base-url", "http://127.0.0.1:9/v1")
     one_line_error(run, fragment)
 
 
 def test_no_default_tools_needs_mcp() -> None:
-    run = cli("ask", "q", "--no-default-tools", "--base-url", "http://127.0.0.1:9/v1")
+    run = run_main("ask", "q", "--no-default-tools", "--base-url", "http://127.0.0.1:9/v1")
     one_line_error(run, "--no-default-tools leaves no tools")

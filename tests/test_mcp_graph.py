@@ -26,6 +26,9 @@ from reactgraph.tools.mcp import MCPSessions, load_mcp_tools
 from tests.fakes import FakeChatModel, Runner, action, answer, fake_model
 from tests.mcp_servers import HAS_PROC, HttpServer, stdio, wait_gone
 
+# Its module fixtures start MCP servers: one pytest-xdist worker runs its tests, so once.
+pytestmark = pytest.mark.xdist_group("mcp-graph")
+
 # Bounds a call the graph gave up on: under ``invoke`` it is abandoned on a worker thread (a
 # thread cannot be killed) and ends only here, taking its stdio server with it.
 # Generous, so a loaded machine's slow server start is never mistaken for a hang.

@@ -18,6 +18,9 @@ from reactgraph import build_graph
 from tests.fakes import Runner, action, answer, fake_model
 from tests.mcp_servers import HttpServer, stdio
 
+# Its module fixtures start MCP servers: one pytest-xdist worker runs its tests, so once.
+pytestmark = pytest.mark.xdist_group("mcp-standard")
+
 
 def standard_tools(connection: dict[str, Any]) -> list[Any]:
     client = MultiServerMCPClient({"test": connection})  # type: ignore[dict-item]

@@ -132,6 +132,7 @@ def completed_tool_calls(work: Path) -> list[str]:
     ]
 
 
+@pytest.mark.kills
 def test_a_tool_call_cut_off_by_a_kill_runs_again_with_the_same_idempotency_key(
     tmp_path: Path,
 ) -> None:
@@ -142,6 +143,7 @@ def test_a_tool_call_cut_off_by_a_kill_runs_again_with_the_same_idempotency_key(
     assert again == ["t/1/3", "t/1/3"]  # at least once, and recognisably the same call
 
 
+@pytest.mark.kills
 @pytest.mark.parametrize("point", ["tool", "model", "notes", "compaction"])
 def test_a_run_killed_at_any_point_resumes_in_a_new_process(tmp_path: Path, point: str) -> None:
     out = kill_and_resume(str(tmp_path / "runs.sqlite"), "t", point, tmp_path)
@@ -156,6 +158,7 @@ def test_a_run_killed_at_any_point_resumes_in_a_new_process(tmp_path: Path, poin
         assert (tmp_path / "summaries.log").read_text().count("summary") == 1
 
 
+@pytest.mark.kills
 def test_finished_and_interrupted_threads_are_told_apart(tmp_path: Path) -> None:
     db = str(tmp_path / "runs.sqlite")
     run(db, "killed", "model", "start", tmp_path)
@@ -247,6 +250,7 @@ def postgres(request: pytest.FixtureRequest) -> str:
     return url
 
 
+@pytest.mark.kills
 def test_postgres_run_killed_in_one_process_is_resumed_by_another(
     postgres: str, tmp_path: Path
 ) -> None:

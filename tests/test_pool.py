@@ -28,6 +28,7 @@ def test_every_question_is_answered_once_across_workers() -> None:
     assert all(r["error"] is None and r["status"] == "answered" for r in results)
 
 
+@pytest.mark.kills
 def test_a_dead_worker_costs_only_the_runs_it_held() -> None:
     questions = ["fine 1", "please die", "fine 2", "fine 3", "fine 4", "fine 5"]
     # One run in flight per worker: the dead one held only the question that killed it.
@@ -38,6 +39,7 @@ def test_a_dead_worker_costs_only_the_runs_it_held() -> None:
     assert [i for i, r in results.items() if r["status"] == "answered"] == [0, 2, 3, 4, 5]
 
 
+@pytest.mark.kills
 def test_a_ctrl_c_never_reaches_a_worker_and_the_callers_stays_as_it_was() -> None:
     # A terminal's Ctrl-C reaches the workers too; one that ended on it would fail its runs.
     before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
@@ -59,6 +61,7 @@ def workers_of(pid: int) -> list[int]:
     return workers
 
 
+@pytest.mark.kills
 def test_batch_workers_a_killed_worker_and_a_rerun_answer_each_question_once(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:

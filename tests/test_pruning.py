@@ -163,6 +163,7 @@ with open_db(db) as (saver, store):
 """
 
 
+@pytest.mark.kills
 @pytest.mark.parametrize("kill_at", [2, 3])
 def test_prune_finished_keeps_a_thread_killed_between_its_writes_and_checkpoint(
     kill_at: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -33,7 +33,8 @@ from tests.test_eval_stream import Made, eval_items
 from tests.test_eval_stream import recipe as eval_recipe
 from tests.test_persistence import postgres_url
 
-pytestmark = pytest.mark.slow
+# Ray starts: `make test-cluster` runs them, `make test` does not.
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every node on the loopback address, never the machine's network interface (conftest sets it

@@ -39,6 +39,11 @@ def python_examples() -> list[tuple[str, str]]:
 EXAMPLES = python_examples()
 
 
+def check_a_short_example(names: dict[str, Any]) -> None:
+    out = names["out"]
+    assert (out["answer"], out["status"], len(out["turns"])) == ("48", "answered", 4)
+
+
 def check_use_it_from_python(names: dict[str, Any]) -> None:
     out = names["out"]
     assert out["answer"] == "48" and out["status"] == "answered"
@@ -61,6 +66,7 @@ def check_real_models(names: dict[str, Any]) -> None:
 
 
 CHECKS = {
+    "A short example": check_a_short_example,
     "Use it from Python": check_use_it_from_python,
     "Checkpoints and resuming": check_checkpoints,
     "MCP tools": check_mcp,

@@ -16,8 +16,9 @@ from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.langgraph_dev import LANGGRAPH, ROOT, langgraph_dev
 from tests.test_graph_shapes import SHAPES
 
-# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
-pytestmark = pytest.mark.slow
+# Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out. One
+# pytest-xdist worker runs them all, so the module's server starts once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("studio")]
 
 
 @pytest.fixture(scope="module")
