@@ -28,7 +28,7 @@ def test_the_config_holds_what_changes_answers_and_nothing_else(tmp_path: Path) 
     for faults_only in ("model_retries", "retry_backoff_s", "notes_dir"):
         assert faults_only not in config["settings"]
     assert "window_turns" not in recipe.config("transcript")["settings"]
-    assert config["tools"] == {"bundled": True, "mcp": None, "own": ()}
+    assert config["tools"] == {"bundled": True, "mcp": None, "own": []}
 
 
 def run(recipe, folder: Path, said: list[tuple[int, int, int]]) -> list[dict]:

@@ -62,7 +62,11 @@ class Recipe:
             "base_url": self.base_url,
             "settings": settings,
             "corpus": self.corpus,
-            "tools": {"bundled": options.default_tools, "mcp": options.mcp, "own": options.tools},
+            "tools": {
+                "bundled": options.default_tools,
+                "mcp": options.mcp,
+                "own": list(options.tools),
+            },
         }
 
     def record(self, thread: str, question: str) -> RunRecord:

@@ -221,11 +221,8 @@ class Postgres:
         """Nothing: the server's autovacuum does it."""
 
     def owns(self, store: Any) -> bool:
-        try:
-            from langgraph.store.postgres import PostgresStore
-        except ImportError:  # no psycopg: no PostgreSQL store either
-            return False
-        return isinstance(store, PostgresStore)
+        # By its class's module: asking about a SQLite store must not load psycopg.
+        return any(c.__module__ == "langgraph.store.postgres.base" for c in type(store).__mro__)
 
 
 BACKEND = Postgres()
