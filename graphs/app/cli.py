@@ -195,7 +195,7 @@ def make_parser() -> Parser:
     )
     prune.add_argument("threads", nargs="*", help="the threads to prune")
     prune.add_argument("--finished", action="store_true", help="every finished thread")
-    prune.set_defaults(handler=f"{RUNNING}:cmd_prune")
+    prune.set_defaults(handler="reactgraph.app.prune:cmd_prune")
     add_eval_parser(commands, [run, many, timeout])
     graph = commands.add_parser("graph", help="draw a variant (Mermaid text, or --png FILE)")
     graph.add_argument("variant", choices=VARIANTS, help="the variant to draw")

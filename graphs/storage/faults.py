@@ -8,6 +8,14 @@ from urllib.parse import urlsplit, urlunsplit
 from reactgraph.storage.address import is_postgres
 
 
+class DatabaseError(RuntimeError):
+    """The database cannot be opened or read; the message says which and why."""
+
+
+class NoDatabase(DatabaseError):
+    """A command that only reads was pointed at a database that does not exist (or is empty)."""
+
+
 def redact(db: str) -> str:
     """``db`` fit to print: a PostgreSQL URL without its password."""
     if not is_postgres(db):

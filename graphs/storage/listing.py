@@ -25,7 +25,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
 from langgraph.store.base import BaseStore
 
 logger = logging.getLogger(__name__)
@@ -68,8 +67,10 @@ async def aensure_index(connection: Any) -> None:
         logger.info("created the index %s of the run records", INDEX)
 
 
-def record_pages(store: BaseStore, size: int) -> Iterator[list[dict[str, Any]]]:
-    """The stored values of every run record, ``size`` at a time (see the module's doc)."""
+def record_pages(store: BaseStore, size: int) -> Iterator[list[tuple[str, Any]]]:
+    """Every run record, ``size`` at a time (see the module's doc), as ``(key, value)``: the
+    value as JSON bytes on SQLite, decoded on PostgreSQL and other stores; not checked here
+    (``RunRecord.each`` does: a damaged one must not stop the listing)."""
     dialect = _dialect(store)
     if dialect is None:
         yield from _searched(store, size)
@@ -81,7 +82,7 @@ def record_pages(store: BaseStore, size: int) -> Iterator[list[dict[str, Any]]]:
     after: tuple[Any, str] | None = None
     while True:
         rows = read_page(store, dialect, by_start, size, after)
-        yield [row[1] if isinstance(row[1], dict) else orjson.loads(row[1]) for row in rows]
+        yield [(row[0], _raw(row[1]) if dialect == "sqlite" else row[1]) for row in rows]
         if len(rows) < size:
             return
         after = (rows[-1][2], rows[-1][0])
@@ -124,17 +125,22 @@ def page_query(
     return sql, ((after[0], after[0], after[1], size) if after else (size,))
 
 
-def _searched(store: BaseStore, size: int) -> Iterator[list[dict[str, Any]]]:
+def _searched(store: BaseStore, size: int) -> Iterator[list[tuple[str, Any]]]:
     """Plain ``search`` paging, for a store of another kind. A run recorded while this reads
     can push the rest back by one; a record that then reappears on the next page is not given
     twice."""
     offset, previous = 0, set[str]()
     while True:
         items = store.search(RUNS, limit=size, offset=offset)
-        yield [item.value for item in items if item.key not in previous]
+        yield [(item.key, item.value) for item in items if item.key not in previous]
         if len(items) < size:
             return
         offset, previous = offset + len(items), {item.key for item in items}
+
+
+def _raw(value: Any) -> Any:
+    """A SQLite row's value as JSON bytes to decode (orjson's BLOB, or text written otherwise)."""
+    return value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
 
 
 def _dialect(store: BaseStore) -> str | None:
