@@ -147,14 +147,14 @@ def test_a_ctrl_c_between_steps(
     resumed(openai_server, db)
 
 
-@pytest.mark.parametrize("group", [False, True])  # True: a terminal's, to the MCP server too
-def test_a_ctrl_c_during_a_tool_call(
-    openai_server: FakeOpenAIServer, tmp_path: Path, group: bool
-) -> None:
+def holding_tool(server: FakeOpenAIServer, folder: Path, tag: str) -> tuple[Path, Path]:
+    """A model that calls the MCP test server's ``hold`` tool (it writes ``marks/entered``,
+    then waits for ``marks/release``), then answers; the marks folder and the servers.json
+    (its server's processes marked ``tag``)."""
     pytest.importorskip("langchain_mcp_adapters")
-    from tests.mcp_servers import processes, stdio
+    from tests.mcp_servers import stdio
 
-    marks, tag = tmp_path / "marks", f"ctrl-c-{tmp_path.name}"
+    marks = folder / "marks"
     marks.mkdir()
 
     def responder(body: dict[str, Any]) -> str:
@@ -162,9 +162,20 @@ def test_a_ctrl_c_during_a_tool_call(
             return "Final Answer: 48"
         return f"Thought: wait.\nAction: hold[{marks}]"
 
-    openai_server.responder = responder
-    servers = tmp_path / "servers.json"
+    server.responder = responder
+    servers = folder / "servers.json"
     servers.write_text(json.dumps({"mcpServers": {"local": stdio(tag)}}))
+    return marks, servers
+
+
+@pytest.mark.parametrize("group", [False, True])  # True: a terminal's, to the MCP server too
+def test_a_ctrl_c_during_a_tool_call(
+    openai_server: FakeOpenAIServer, tmp_path: Path, group: bool
+) -> None:
+    from tests.mcp_servers import processes
+
+    tag = f"ctrl-c-{tmp_path.name}"
+    marks, servers = holding_tool(openai_server, tmp_path, tag)
     db = tmp_path / "runs.sqlite"
     process = popen(
         "ask", "How many years?", "--mcp", str(servers), "--tool-timeout", "600",

@@ -29,6 +29,7 @@ from tests.test_interrupts import (
     WITHIN_S,
     alive_in_group,
     held_from,
+    holding_tool,
     interrupted_many,
     many,
     rerun_does_the_rest,
@@ -103,20 +104,10 @@ def test_the_mcp_servers_of_a_batch_end_with_it(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     """Mid-run, the servers the workers started for a tool call are gone at the exit too."""
-    pytest.importorskip("langchain_mcp_adapters")
-    from tests.mcp_servers import processes, stdio
+    from tests.mcp_servers import processes
 
-    marks, tag = tmp_path / "marks", f"held-{tmp_path.name}"
-    marks.mkdir()
-
-    def responder(body: dict[str, Any]) -> str:
-        if any(str(m["content"]).startswith("Observation:") for m in body["messages"]):
-            return "Final Answer: 48"
-        return f"Thought: wait.\nAction: hold[{marks}]"
-
-    openai_server.responder = responder
-    servers = tmp_path / "servers.json"
-    servers.write_text(json.dumps({"mcpServers": {"local": stdio(tag)}}))
+    tag = f"held-{tmp_path.name}"
+    marks, servers = holding_tool(openai_server, tmp_path, tag)
     args, lines = many(openai_server, tmp_path, "batch", 2)
     args += ["--mcp", str(servers), "--tool-timeout", "600"]
     process = popen(*args, group=True)
