@@ -197,7 +197,7 @@ def test_a_record_without_a_start_time_ends_no_listing(db: str) -> None:
         made = records(store, 6)
         store.put(RUNS, "no-start", {"thread_id": "no-start"})
         store.put(RUNS, "null-start", {"thread_id": "null-start", "created": None})
-        listed = [value["thread_id"] for page in listing.record_pages(store, 1) for value in page]
+        listed = [key for page in listing.record_pages(store, 1) for key, _ in page]
     assert listed[:6] == [r.thread_id for r in made]
     assert sorted(listed[6:]) == ["no-start", "null-start"]
 

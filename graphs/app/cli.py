@@ -195,7 +195,7 @@ def make_parser() -> Parser:
     )
     prune.add_argument("threads", nargs="*", help="the threads to prune")
     prune.add_argument("--finished", action="store_true", help="every finished thread")
-    prune.set_defaults(handler=f"{RUNNING}:cmd_prune")
+    prune.set_defaults(handler="reactgraph.app.prune:cmd_prune")
     add_eval_parser(commands, [run, many, timeout])
     graph = commands.add_parser("graph", help="draw a variant (Mermaid text, or --png FILE)")
     graph.add_argument("variant", choices=VARIANTS, help="the variant to draw")
@@ -215,23 +215,33 @@ def command(handler: str | Callable[[argparse.Namespace], int]) -> Callable[...,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script: the command, under the Ctrl-C guard (``interrupts``)."""
-    return interrupts.run(lambda: run_command(argv))
+    """Entry point of the console script (and ``python -m``): the command, under the Ctrl-C
+    guard (``interrupts``) from this first line on. Without ``argv`` (the program's own command
+    line) the guard also ends the process with the command's exit code, so a Ctrl-C at any
+    moment is the hint and exit 130; with ``argv`` (from Python) the code is returned."""
+    try:
+        interrupts.hold()  # a Ctrl-C from here on waits for the guard, never a traceback
+    except KeyboardInterrupt:  # one came on the way in: the guard's too
+        interrupts.hold(pending=True)
+    return interrupts.run(lambda: run_command(argv), ending=argv is None)
 
 
 def run_command(argv: Sequence[str] | None) -> int:
     """Parse the arguments and run the command they name."""
     args = make_parser().parse_args(argv)
+    from reactgraph.app.hints import check_text, interrupted_hint
+
+    # Said before anything loads (LangChain takes seconds on a loaded machine): a Ctrl-C at
+    # start-up stops at once, and the hint holds from the first line of every command but ask.
+    hint = interrupted_hint(args)
+    if hint is not None:
+        interrupts.stoppable(hint)
     from reactgraph.app import console as out
     from reactgraph.app.engines import EngineError
-    from reactgraph.app.hints import check_text, interrupted_hint
     from reactgraph.app.results import ResultsUnwritable
     from reactgraph.storage.database import DatabaseError, ThreadBusy
 
     out.configure_logging(args.verbose)
-    hint = interrupted_hint(args)
-    if hint is not None:
-        interrupts.stoppable(hint)
     try:
         check_text(args)
         return command(args.handler)(args)

@@ -22,7 +22,7 @@ from rich.text import Text
 from reactgraph.nodes.notes import UPDATE_NOTES
 from reactgraph.nodes.prompts import NOTES_ELIDED
 from reactgraph.nodes.statuses import ENDINGS
-from reactgraph.storage.database import RunRecord
+from reactgraph.storage.database import RecordDamaged, RunRecord
 
 console = Console(highlight=False, soft_wrap=True)
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -142,9 +142,12 @@ def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
     )
 
 
-def print_threads(rows: list[tuple[RunRecord, str, int | None]], header: bool = True) -> None:
-    """``reactgraph threads``: one row per run in the database (turns ``?`` when unknown). The
-    listing comes a page at a time: each page after the first is printed without a header."""
+def print_threads(
+    rows: list[tuple[RunRecord | RecordDamaged, str, int | None]], header: bool = True
+) -> None:
+    """``reactgraph threads``: one row per run in the database (turns ``?`` when unknown; a
+    damaged record's variant and question too, where unreadable). The listing comes a page at
+    a time: each page after the first is printed without a header."""
     # What the other columns leave of the terminal, so the question is cut by us, at a word.
     width = max(20, min(70, console.width - 50))
     table = Table("thread", "variant", "status", "turns", box=None, show_header=header)

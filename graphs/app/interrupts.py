@@ -15,11 +15,16 @@ never stops before its thread is recorded; a second Ctrl-C stops it anyway.
 A terminal's Ctrl-C goes to every process of its group, so also to batch workers: one that
 ended on it, before the main thread had taken its own for a stop, would read as a worker that
 died and fail the runs it held. Processes started ``unreached`` never see one: their parent
-ends them.
+ends them, and a stop waits for everything the command started to be gone (``leftovers``).
+
+The guard holds from the first line of ``main`` (``hold``: SIGINT blocked until ``run`` takes
+it) to the end of the process: the program's own ``main`` ends it here (``_end``), since Python's
+exit sets SIGINT back to its default while it tears down its modules.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -27,11 +32,14 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
+
+from reactgraph.app import leftovers
 
 EXIT_CODE = 130
 _DONE, _STOPPABLE = b"\xff", b"\xfe"
 _SIGINT = {signal.SIGINT}
+_MASKS = hasattr(signal, "pthread_sigmask")  # no signal masks on Windows
 
 
 class _State:
@@ -86,7 +94,7 @@ def unreached() -> Iterator[None]:
     unblocks SIGINT). This thread's own mask is as it was afterwards. multiprocessing unblocks
     SIGINT on the thread that first starts its resource tracker (it blocks SIGINT for that
     process, then unblocks it rather than restoring the mask), so the tracker is started first."""
-    if not hasattr(signal, "pthread_sigmask"):  # no signal masks here (Windows)
+    if not _MASKS:
         yield
         return
     from multiprocessing import resource_tracker  # here: no command's start-up waits for it
@@ -100,13 +108,27 @@ def unreached() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def run(command: Callable[[], int]) -> int:
+def hold(pending: bool = False) -> None:
+    """At the first line of ``main``: SIGINT blocked on the main thread, so that a Ctrl-C from
+    here on is pending until ``run`` takes it, never a KeyboardInterrupt on the way in.
+    ``pending``: one came just before (raised as this was called): sent again, held so."""
+    if threading.current_thread() is threading.main_thread() and _MASKS:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+        if pending:
+            signal.raise_signal(signal.SIGINT)
+
+
+def run(command: Callable[[], int], *, ending: bool = False) -> int:
     """``command()`` on a thread of its own; its result (or its exception, raised here), or
     the hint and exit 130 at the first Ctrl-C once it is stoppable (the second in any case).
-    Off the main thread (a test, an embedding program), it is just called."""
+    ``ending`` (the program's own ``main``): the process ends here, with the command's exit
+    code, so a Ctrl-C as it ends is still the hint and 130 (``_end``). Off the main thread (a
+    test, an embedding program), it is just called."""
     if threading.current_thread() is not threading.main_thread():
         return command()
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        if _MASKS:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)  # ignored anyway
         return command()  # started to ignore Ctrl-C (a background job): so it stays
     reader, writer = socket.socketpair()
     reader.setblocking(True)
@@ -127,11 +149,13 @@ def run(command: Callable[[], int]) -> int:
     previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
     with _state.lock:
         _state.hint, _state.wake = None, writer
-    # A Ctrl-C that came while SIGINT was held (blocked by whoever started us) is taken now.
+    # A Ctrl-C that came while SIGINT was held (``hold``, or whoever started us) is taken now.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
     try:
         threading.Thread(target=body, name="reactgraph-command", daemon=True).start()
-        _wait(reader)
+        came = _wait(reader)
+        if ending:
+            _end(outcome, came)
     finally:
         signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGINT, previous)
@@ -144,24 +168,70 @@ def run(command: Callable[[], int]) -> int:
     return outcome["code"]
 
 
-def _wait(reader: socket.socket) -> None:
-    """Until the command ends; a stop (see the module) never returns."""
+def _wait(reader: socket.socket) -> bool:
+    """Until the command ends, and whether a Ctrl-C came that did not stop it yet (one before
+    the command was stoppable); a stop (see the module) never returns."""
     interrupts = 0
     while True:
         data = reader.recv(64)
         interrupts += data.count(bytes([signal.SIGINT]))
         if _DONE in data:
-            return
-        with _state.lock:
-            hint = _state.hint
-        if interrupts and (hint is not None or interrupts > 1):
-            _stop(hint)
+            return interrupts > 0
+        if interrupts and (_hint() is not None or interrupts > 1):
+            _stop(_hint())
 
 
-def _stop(hint: str | None) -> None:
-    """Say how to go on, end what would outlive the process, and end the process."""
+def _hint() -> str | None:
+    with _state.lock:
+        return _state.hint
+
+
+def _end(outcome: dict[str, Any], came: bool) -> NoReturn:
+    """The end of the program, on the main thread, the guard still in place: what Python does
+    as it exits, then ``os._exit``. Left to Python, a Ctrl-C in its last part (SIGINT set back
+    to the default before the modules are torn down, seconds on a loaded machine) would kill
+    the process silently, and one before it would be a traceback. A Ctrl-C meanwhile (or one
+    that came as the command ended) is the hint and exit 130, as at any other moment."""
+    signal.signal(signal.SIGINT, lambda *_: _stop(_hint()))
+    if came:
+        _stop(_hint())
+    code = _exit_code(outcome)
+    with contextlib.suppress(Exception):
+        threading._shutdown()  # type: ignore[attr-defined]  # as Python's exit: non-daemon threads
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()  # the atexit callbacks (logging's flush, multiprocessing's ...)
+    leftovers.tracker()
+    _flush()
+    os._exit(code)
+
+
+def _exit_code(outcome: dict[str, Any]) -> int:
+    """The command's exit code, as Python's own exit would make it (printing what it would)."""
+    error = outcome.get("error")
+    if error is None:
+        return outcome["code"]
+    if isinstance(error, SystemExit):  # argparse's --help and errors, sys.exit in a command
+        if error.code is None or isinstance(error.code, int):
+            return error.code or 0
+        with contextlib.suppress(Exception):
+            print(error.code, file=sys.stderr)
+        return 1
+    with contextlib.suppress(Exception):
+        sys.excepthook(type(error), error, error.__traceback__)
+    return 1
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
+def _stop(hint: str | None) -> NoReturn:
+    """Say how to go on, end what would outlive the process (``leftovers``), and end it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the way out is not interrupted again
     _stopping.set()
+    running = leftovers.descendants()  # before the workers end: their children are ours then
     text = hint if hint is not None else "Stopped before anything was saved."
     with contextlib.suppress(Exception):
         sys.stdout.flush()
@@ -173,4 +243,8 @@ def _stop(hint: str | None) -> None:
     for cleanup in cleanups:
         with contextlib.suppress(Exception):
             cleanup()
+    with contextlib.suppress(Exception):
+        leftovers.end(running)
+    with contextlib.suppress(Exception):
+        leftovers.tracker()
     os._exit(EXIT_CODE)

@@ -1,5 +1,5 @@
-"""The commands that run the graph or change runs: ``ask``, ``resume``, ``batch``, ``prune``
-and the offline ``demo``."""
+"""The commands that run the graph: ``ask``, ``resume``, ``batch`` and the offline ``demo``
+(``prune`` is in ``reactgraph.app.prune``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from reactgraph.app.options import (
     run_settings,
 )
 from reactgraph.app.runner import Recipe
-from reactgraph.app.viewing import load_record, reader
+from reactgraph.app.viewing import load_record
 from reactgraph.graph import DURABILITY
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
@@ -35,9 +35,8 @@ from reactgraph.storage.database import (
     new_record,
     open_db,
 )
-from reactgraph.storage.locks import Lease, ThreadBusy, lease_saver
-from reactgraph.storage.pruning import prune_thread, vacuum
-from reactgraph.storage.status import ThreadDamaged, read_thread, thread_status
+from reactgraph.storage.locks import Lease, lease_saver
+from reactgraph.storage.status import read_thread
 from reactgraph.tools import default_tools
 
 
@@ -102,7 +101,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     with open_db(args.db) as (saver, store), held(args.db, thread) as lease:
         # Checked under the lock: a second `ask` on this thread can no longer pass the check
         # while the first is still starting, then overwrite its record.
-        if RunRecord.load(store, thread) is not None:
+        if RunRecord.exists(store, thread):  # a damaged record is a thread there too
             raise UsageError(
                 f"thread {thread} already exists in {args.db}; "
                 f"`reactgraph resume {thread}` or pick another --thread"
@@ -208,40 +207,3 @@ def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> 
         options=options,
         concurrency=args.concurrency,
     )
-
-
-def cmd_prune(args: argparse.Namespace) -> int:
-    """Reduce finished threads to their final state (see ``reactgraph.storage.pruning``). Each
-    thread is pruned under its lock, and only when it has really finished: a thread another
-    process is running, a thread with a step due and a damaged thread are kept whole."""
-    if not args.threads and not args.finished:
-        raise UsageError("name the threads to prune, or pass --finished for every finished one")
-    pruned = skipped = 0
-    with open_db(args.db) as (saver, store):
-        named = (load_record(store, t, args.db) for t in args.threads)
-        for record in named if args.threads else RunRecord.each(store):
-            if _prune_one(args, reader(record.variant, saver), record.thread_id):
-                pruned += 1
-            else:
-                skipped += 1
-    if pruned:
-        vacuum(args.db)
-    out.console.print(f"pruned {pruned} finished thread(s); {skipped} not finished, kept whole")
-    return 0
-
-
-def _prune_one(args: argparse.Namespace, graph: Any, thread: str) -> bool:
-    """Prune one thread while holding its lock; whether it was pruned."""
-    try:
-        with held(args.db, thread):
-            if thread_status(graph, thread) != "finished":
-                if args.threads:
-                    out.warn(f"thread {thread} has not finished; kept whole")
-                return False
-            prune_thread(graph, args.db, thread)
-            return True
-    except ThreadBusy:
-        out.warn(f"thread {thread} is running in another process; kept whole")
-    except ThreadDamaged as damaged:
-        out.warn(f"{damaged}; kept whole")
-    return False

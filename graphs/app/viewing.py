@@ -13,8 +13,9 @@ from reactgraph.app.flags import UsageError
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
 from reactgraph.scripted import ScriptedChatModel
 from reactgraph.storage.database import RECORDS_PAGE, NoDatabase, RunRecord, open_db
+from reactgraph.storage.records import RecordDamaged
 from reactgraph.storage.status import ThreadDamaged, read_thread
-from reactgraph.variants import variant
+from reactgraph.variants import VARIANTS, variant
 
 
 def reader(name: str, saver: Any) -> Any:
@@ -31,10 +32,18 @@ def reader(name: str, saver: Any) -> Any:
 
 
 def load_record(store: Any, thread: str, db: str) -> RunRecord:
-    """The thread's record; an unknown thread is the person's mistake."""
+    """The thread's record; an unknown thread is the person's mistake. A record that cannot be
+    read, or names a variant this version does not have, is ``RecordDamaged``: one line."""
     record = RunRecord.load(store, thread)
     if record is None:
         raise UsageError(f"unknown thread {thread!r} in {db} (`reactgraph threads` lists them)")
+    return known(record)
+
+
+def known(record: RunRecord) -> RunRecord:
+    """The record, if its variant is one this version has (else ``RecordDamaged``)."""
+    if record.variant not in VARIANTS:
+        raise RecordDamaged(record.thread_id, f"unknown variant {record.variant!r}")
     return record
 
 
@@ -49,16 +58,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_threads(args: argparse.Namespace) -> int:
     """Every thread, a page at a time (so memory stays bounded however many there are); a
-    thread whose rows cannot be read is listed as damaged."""
+    thread whose record or checkpoint cannot be read is listed as damaged."""
     try:
         with open_db(args.db, read_only=True) as (saver, store):
             graphs: dict[str, Any] = {}
-            page: list[tuple[RunRecord, str, int | None]] = []
+            page: list[tuple[RunRecord | RecordDamaged, str, int | None]] = []
             first = True
             for record in RunRecord.each(store):
-                graph = graphs.get(record.variant) or reader(record.variant, saver)
-                graphs[record.variant] = graph
-                page.append(_row(graph, record))
+                page.append(_row(graphs, saver, record))
                 if len(page) == RECORDS_PAGE:
                     out.print_threads(page, header=first)
                     page, first = [], False
@@ -71,12 +78,18 @@ def cmd_threads(args: argparse.Namespace) -> int:
     return 0
 
 
-def _row(graph: Any, record: RunRecord) -> tuple[RunRecord, str, int | None]:
+def _row(
+    graphs: dict[str, Any], saver: Any, record: RunRecord | RecordDamaged
+) -> tuple[RunRecord | RecordDamaged, str, int | None]:
     """A listing row: the run's own status once finished (answered, capped, ...), else where
-    it stands; ``damaged`` (turns unknown) when its rows cannot be read."""
+    it stands; ``damaged`` (turns unknown) when its record or rows cannot be read."""
     try:
-        status, values = read_thread(graph, record.thread_id)
-    except ThreadDamaged:
+        if isinstance(record, RecordDamaged):
+            raise record
+        if record.variant not in graphs:
+            graphs[record.variant] = reader(known(record).variant, saver)
+        status, values = read_thread(graphs[record.variant], record.thread_id)
+    except (RecordDamaged, ThreadDamaged):
         return record, "damaged", None
     shown = values.get("status") if status == "finished" else _started(status)
     return record, shown or status, len(values.get("turns") or [])

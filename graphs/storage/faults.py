@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from reactgraph.storage.backends import database_backend
+from reactgraph.storage.errors import DatabaseError as DatabaseError
+from reactgraph.storage.errors import NoDatabase as NoDatabase
 
 
 def redact(db: str) -> str:

@@ -26,7 +26,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
 from langgraph.store.base import BaseStore
 
 from reactgraph.storage.backends import INDEX, Backend, Dialect, backend_named, store_backend
@@ -53,8 +52,11 @@ def ensure_index(connection: Any, backend: Backend) -> None:
         logger.info("created the index %s of the run records", INDEX)
 
 
-def record_pages(store: BaseStore, size: int) -> Iterator[list[dict[str, Any]]]:
-    """The stored values of every run record, ``size`` at a time (see the module's doc)."""
+def record_pages(store: BaseStore, size: int) -> Iterator[list[tuple[str, Any]]]:
+    """Every run record, ``size`` at a time (see the module's doc), as ``(key, value)``: the
+    value as the backend's SQL reads it (JSON bytes on SQLite, decoded on PostgreSQL and other
+    stores); not checked here (``RunRecord.each`` does: a damaged one must not stop the
+    listing)."""
     backend = store_backend(store)
     if backend is None:
         yield from _searched(store, size)
@@ -67,7 +69,7 @@ def record_pages(store: BaseStore, size: int) -> Iterator[list[dict[str, Any]]]:
     after: tuple[Any, str] | None = None
     while True:
         rows = read_page(store, dialect, by_start, size, after)
-        yield [row[1] if isinstance(row[1], dict) else orjson.loads(row[1]) for row in rows]
+        yield [(row[0], dialect.value(row[1])) for row in rows]
         if len(rows) < size:
             return
         after = (rows[-1][2], rows[-1][0])
@@ -107,14 +109,14 @@ def page_query(
     return sql, ((after[0], after[0], after[1], size) if after else (size,))
 
 
-def _searched(store: BaseStore, size: int) -> Iterator[list[dict[str, Any]]]:
+def _searched(store: BaseStore, size: int) -> Iterator[list[tuple[str, Any]]]:
     """Plain ``search`` paging, for a store of another kind. A run recorded while this reads
     can push the rest back by one; a record that then reappears on the next page is not given
     twice."""
     offset, previous = 0, set[str]()
     while True:
         items = store.search(RUNS, limit=size, offset=offset)
-        yield [item.value for item in items if item.key not in previous]
+        yield [(item.key, item.value) for item in items if item.key not in previous]
         if len(items) < size:
             return
         offset, previous = offset + len(items), {item.key for item in items}

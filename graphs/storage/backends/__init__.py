@@ -58,6 +58,10 @@ class Dialect(Protocol):
         """The query's rows, as tuples."""
         ...
 
+    def value(self, stored: Any) -> Any:
+        """A row's stored value as the run records read it: JSON bytes, or a decoded value."""
+        ...
+
 
 class Backend(Protocol):
     """One kind of database."""

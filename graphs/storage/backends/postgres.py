@@ -71,6 +71,9 @@ class _Dialect:
             rows = cursor.execute(sql, params).fetchall()
         return [tuple(row.values()) for row in rows]  # dict rows
 
+    def value(self, stored: Any) -> Any:
+        return stored  # jsonb, decoded by psycopg
+
 
 def _one(row: Any) -> Any:
     """The one value of a row a query always returns."""

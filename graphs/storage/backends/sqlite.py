@@ -51,6 +51,10 @@ class _Dialect:
     def rows(self, cursor: Any, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in cursor.execute(sql, params).fetchall()]
 
+    def value(self, stored: Any) -> Any:
+        # orjson's BLOB, or text a writer of another kind left: bytes to decode either way.
+        return stored.encode("utf-8", "surrogatepass") if isinstance(stored, str) else stored
+
 
 def connect(path: str, autocommit: bool = False, read_only: bool = False) -> sqlite3.Connection:
     """A connection to the file (made, with its folder, unless ``read_only``)."""

@@ -1,0 +1,131 @@
+"""What a stopped command leaves running, ended before it exits: the processes it started (and
+theirs: the MCP servers of batch workers, a local Ray) and multiprocessing's resource tracker.
+
+A process ended by its parent's exit is not gone at that exit: a worker's MCP server reads the
+end of its stdin, the resource tracker the end of its pipe, each once it is scheduled again,
+and on a loaded machine that is seconds later. A stop (``reactgraph.app.interrupts``) ends
+them first and waits for them, so none outlives the command. The process tree is read from
+``/proc`` (Linux); elsewhere only the resource tracker is ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+_TERM_WAIT_S = 10  # bounds against a process that will not end, not timings
+_KILL_WAIT_S = 10
+_POLL_S = 0.01
+
+
+def descendants() -> dict[int, str]:
+    """This process's descendants now, each with its start time (so a pid the system has
+    given to another process since is never taken for it); empty without ``/proc``."""
+    parents: dict[int, list[tuple[int, str]]] = {}
+    for pid, parent, started in _processes():
+        parents.setdefault(parent, []).append((pid, started))
+    found, todo = {}, [os.getpid()]
+    while todo:
+        for pid, started in parents.get(todo.pop(), []):
+            if pid not in found:
+                found[pid] = started
+                todo.append(pid)
+    return found
+
+
+def end(known: dict[int, str]) -> None:
+    """End ``known`` (from ``descendants``) and every descendant there is now, but the resource
+    tracker: SIGTERM, then SIGKILL for those still alive after a while, waiting until each is
+    gone (or is a zombie: dead, its exit not yet read by its parent)."""
+    tracker = _tracker_pid()
+    for sig, wait in ((signal.SIGTERM, _TERM_WAIT_S), (signal.SIGKILL, _KILL_WAIT_S)):
+        known = {**known, **descendants()}  # one started meanwhile too
+        if tracker is not None:
+            known.pop(
+                tracker, None
+            )  # it ends by itself, freeing what the workers left (``tracker``)
+        alive = [pid for pid, started in known.items() if _alive(pid, started)]
+        for pid in alive:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while alive and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+            alive = [pid for pid in alive if _alive(pid, known[pid])]
+        if not alive:
+            return
+
+
+def tracker() -> None:
+    """End multiprocessing's resource tracker, if this process started one, and wait for it: it
+    exits when the last process holding its pipe has (the workers are gone by now), after
+    unlinking what they left registered; killed if it does not."""
+    module = sys.modules.get("multiprocessing.resource_tracker")
+    if module is None:
+        return
+    own = module._resource_tracker  # CPython's internals: its pipe and its pid
+    if not own._lock.acquire(timeout=_TERM_WAIT_S):
+        return
+    try:
+        fd, pid = own._fd, own._pid
+        if fd is None or pid is None:
+            return
+        own._fd = own._pid = None
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        if not _waited(pid, _TERM_WAIT_S):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            _waited(pid, _KILL_WAIT_S)
+    finally:
+        own._lock.release()
+
+
+def _tracker_pid() -> int | None:
+    module = sys.modules.get("multiprocessing.resource_tracker")
+    return None if module is None else module._resource_tracker._pid
+
+
+def _waited(pid: int, within: float) -> bool:
+    """Whether the child ``pid`` ended (and was reaped) within ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:  # reaped already
+            return True
+        time.sleep(_POLL_S)
+    return False
+
+
+def _alive(pid: int, started: str) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[2] == started and stat[0] != "Z"
+
+
+def _processes() -> list[tuple[int, int, str]]:
+    """``(pid, parent pid, start time)`` of every process there is (Linux: ``/proc``)."""
+    try:
+        entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    found = []
+    for pid in entries:
+        stat = _stat(pid)
+        if stat is not None:
+            found.append((pid, stat[1], stat[2]))
+    return found
+
+
+def _stat(pid: int) -> tuple[str, int, str] | None:
+    """A process's state, parent pid and start time, from ``/proc/PID/stat`` (None: gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1]), fields[19]
