@@ -98,6 +98,7 @@ test-real-model: $(REAL_STAMP)
 
 bench-real-model: $(REAL_STAMP)
 	$(PYTHON) bench/real_model.py
+	$(PYTHON) bench/llama_throughput.py
 
 bench: $(STAMP)
 	$(PYTHON) bench/bench.py

@@ -41,8 +41,8 @@ def main() -> None:
     server = LlamaServer(log, threads=1).start()
     rows = []
     try:
-        # Not streamed: llama-cpp-python's server reports usage only then.
-        model = chat_model(ALIAS, base_url=server.url, timeout=600, temperature=0, stream=False)
+        # chat_model's choice: this server sends no usage on a stream, so it is called plain.
+        model = chat_model(ALIAS, base_url=server.url, timeout=600, temperature=0)
         for variant in REGISTRY:
             settings = {"max_turns": MAX_TURNS, "max_completion_tokens": CAP}
             if REGISTRY[variant].setting("context_window"):

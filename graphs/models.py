@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # The OpenAI client and langchain-openai take about a second to import: commands that only read
 # the database (show, threads, prune) never need them, so they load when a model is made.
@@ -24,7 +24,7 @@ def chat_model(
     temperature: float | None = None,
     transport: Transport | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
-    stream: bool = True,
+    stream: bool | None = None,
 ) -> ChatOpenAI:
     """A ``ChatOpenAI`` set up for the ReAct loop.
 
@@ -35,10 +35,14 @@ def chat_model(
     - Async calls go through ``transport``: "aiohttp" (the default when installed: less client
       CPU per request) or "httpx", with one connection pool per event loop holding up to
       ``concurrency`` connections, so the model works from any number of ``asyncio.run`` calls.
-    - ``stream`` (the default) makes every call a streamed one, so a call abandoned at its
-      deadline closes its response and the server stops generating it. A server that reports
-      no usage when streaming (llama-cpp-python's) then has its tokens counted with tiktoken;
-      ``stream=False`` gets its usage, but an abandoned call runs on in the server.
+    - ``stream``: None (the default) streams where the server counts a streamed reply (OpenAI,
+      vLLM, Ollama, llama-server), so a call abandoned at its deadline closes its response and
+      the server stops generating it; a server that does not (llama-cpp-python's: no usage on a
+      stream, and streams cut short when another request waits) is called plain, so its counts
+      are its own, found out once per process (``reactgraph.nodes.streamchoice``). ``True``
+      streams every call (such a server's counts are then tiktoken's); ``False`` streams none.
+    - A complete plain reply to a streamed request (some proxies and servers send one) is used
+      as it is (``reactgraph.eventstream``).
     """
     if not model:
         raise ValueError("a model name is needed, e.g. gpt-4o-mini")
@@ -48,18 +52,21 @@ def chat_model(
         raise ValueError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
     if transport not in (None, "aiohttp", "httpx"):
         raise ValueError(f"transport must be 'aiohttp' or 'httpx', got {transport!r}")
-    import openai
+    if stream not in (None, True, False):
+        raise ValueError(f"stream must be None, True or False, got {stream!r}")
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
-    from reactgraph.transport import LoopLocalClient, connection_limits, default_transport
+    from reactgraph.transport import LoopLocalClient, SyncClient, default_transport
 
     # Local servers (vLLM, Ollama, llama.cpp, LM Studio) ignore the key but the client wants one.
     key = api_key or ("not-needed" if base_url else None)
     client = LoopLocalClient(transport or default_transport(), concurrency, timeout=timeout)
     # Our own sync client too: the default one is shared by every model with the same URL, and
     # langchain-openai's socket options on it switch off proxy detection (with a warning).
-    sync_client = openai.DefaultHttpxClient(timeout=timeout, limits=connection_limits(concurrency))
+    sync_client = SyncClient(concurrency, timeout=timeout)
+    # `streaming` is set only to stream every call: left unset, the calls choose.
+    streaming: dict[str, Any] = {"streaming": True} if stream else {}
     return ChatOpenAI(
         model=model,
         base_url=base_url,
@@ -71,5 +78,6 @@ def chat_model(
         http_async_client=client,
         http_client=sync_client,
         http_socket_options=(),  # our clients are used as given: nothing for it to inject
-        disable_streaming=not stream,
+        disable_streaming=stream is False,
+        **streaming,
     )

@@ -1,6 +1,8 @@
-"""The async HTTP client behind ``chat_model``: one connection pool per event loop, over the
-OpenAI SDK's aiohttp transport when it is installed (``pip install 'reactgraph[aiohttp]'``), else
-over httpx with connection limits sized to the expected concurrency.
+"""The HTTP clients behind ``chat_model``: the async one keeps one connection pool per event
+loop, over the OpenAI SDK's aiohttp transport when it is installed (``pip install
+'reactgraph[aiohttp]'``), else over httpx with connection limits sized to the expected
+concurrency. Both hand a plain reply to a streamed request on as the event stream it stands for
+(``eventstream``).
 
 A connection pool belongs to the event loop that opened it. langchain-openai shares one default
 client among every ChatOpenAI with the same URL and timeout, so a second ``asyncio.run`` in the
@@ -18,6 +20,8 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import openai
+
+from reactgraph import eventstream
 
 Transport = Literal["aiohttp", "httpx"]
 
@@ -37,6 +41,25 @@ def connection_limits(concurrency: int) -> Any:
     limits_type = type(openai.DEFAULT_CONNECTION_LIMITS)
     size = max(concurrency, 1)
     return limits_type(max_connections=size, max_keepalive_connections=size)
+
+
+class SyncClient(openai.DefaultHttpxClient):
+    """The sync client: connections for ``concurrency`` requests at once, kept alive."""
+
+    def __init__(self, concurrency: int, **kwargs: Any) -> None:
+        super().__init__(limits=connection_limits(concurrency), **kwargs)
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        response = super().send(request, **kwargs)
+        if not eventstream.unstreamed(request, response):
+            return response
+        body = bytearray()
+        try:
+            for chunk in response.iter_bytes():
+                eventstream.gathered(body, chunk)
+        finally:
+            response.close()
+        return eventstream.reply(response, bytes(body))
 
 
 class LoopLocalClient(openai.DefaultAsyncHttpxClient):
@@ -86,7 +109,16 @@ class LoopLocalClient(openai.DefaultAsyncHttpxClient):
             await pool.aclose()
 
     async def send(self, request: Any, **kwargs: Any) -> Any:
-        return await (await self._pool()).send(request, **kwargs)
+        response = await (await self._pool()).send(request, **kwargs)
+        if not eventstream.unstreamed(request, response):
+            return response
+        body = bytearray()
+        try:
+            async for chunk in response.aiter_bytes():
+                eventstream.gathered(body, chunk)
+        finally:
+            await response.aclose()
+        return eventstream.reply(response, bytes(body))
 
     async def aclose(self) -> None:
         """Close the running loop's pool (call it before that loop ends to release it early)."""

@@ -190,6 +190,8 @@ def _compacted(
         prompt_tokens=reply["prompt_tokens"] if reply else 0,
         completion_tokens=reply["completion_tokens"] if reply else 0,
     )
+    if reply:
+        record["token_source"] = reply["token_source"]
     fresh: State = {**state, "compactions": [*(state.get("compactions") or []), record]}
     if summary is not None:
         fresh["summary"] = summary

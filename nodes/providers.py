@@ -1,7 +1,9 @@
 """Calling chat models: the ``stop`` quirks of providers, a cap on each reply, a total deadline
 per call, and retries of transient faults (429, 5xx, timeouts, malformed responses) that honour
-Retry-After. A model that streams is called streaming, so a call abandoned at its deadline closes
-its response and the server stops generating it (see ``streaming``).
+Retry-After. A model that streams is called streaming where its server counts a streamed reply,
+so a call abandoned at its deadline closes its response and the server stops generating it (see
+``streaming`` and ``streamchoice``); a streamed reply cut short is asked again at once, plain,
+and that is not counted as a retry.
 
 ``ModelCaller.call`` is one generator body for sync and async runs (see ``effects``); the model
 call itself is the ``ModelCall`` effect, its only sync/async pair."""
@@ -21,9 +23,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from reactgraph.nodes import streamchoice
 from reactgraph.nodes.effects import Effect, Pause
 from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.streaming import ModelCall, cap_arguments
+from reactgraph.nodes.streaming import MalformedReply, ModelCall, StreamCut, cap_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +99,7 @@ def is_transient(error: BaseException) -> bool:
     status = _status(error)
     if status is not None and status >= 400:  # a 200 whose body could not be read falls through
         return status in (408, 409, 429) or status >= 500
-    if isinstance(error, TimeoutError | ConnectionError):
+    if isinstance(error, TimeoutError | ConnectionError | MalformedReply):
         return True
     if isinstance(error, IndexError | ValueError) and any(m in str(error) for m in _EMPTY_RESPONSE):
         return True
@@ -204,11 +207,22 @@ class ModelCaller:
     ) -> Generator[Effect, Any, Any]:
         """The model's reply message, with the quirks handled (a node body's ``yield from``)."""
         limits = limits or Limits()
-        attempt = 0
+        attempt, plain = 0, False
         while True:
             attempt += 1
             arguments = self._arguments(stop, limits)
+            call = ModelCall(self.model, messages, config, arguments, self.deadline, plain)
             try:
-                return (yield ModelCall(self.model, messages, config, arguments, self.deadline))
+                return (yield call)
+            except StreamCut as error:
+                if plain:
+                    yield Pause(self._on_error(error, attempt, stop, limits))
+                    continue
+                # Not the model's reply, nor a fault of its: asked again at once, plain (a
+                # server that cuts streams when busy, as llama-cpp-python's does, never cuts
+                # those), and not counted as a retry.
+                logger.warning("%s; asking again, not streamed", error)
+                streamchoice.note_cut(self.model)
+                attempt, plain = attempt - 1, True
             except Exception as error:
                 yield Pause(self._on_error(error, attempt, stop, limits))

@@ -114,6 +114,8 @@ class CompactionRecord(TypedDict):
     """Tokens of the summarizer's prompt (0 when no summary was asked for)."""
     completion_tokens: int
     """Tokens of the summarizer's reply."""
+    token_source: NotRequired[TokenSource]
+    """Where the summarizer's counts came from (absent when no summary was asked for)."""
 
 
 Messages = Annotated[list[AnyMessage], Chat]

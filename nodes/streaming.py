@@ -1,9 +1,17 @@
 """How a model call goes out: the reply's cap in each provider's own words, the call streamed
-(and the stream closed when the call is abandoned), and whether the reply was cut at the cap.
+(and the stream closed when the call is abandoned) or plain (``streamchoice`` says which), the
+reply checked for being whole, and whether it was cut at the cap.
 
 Servers stop generating a reply when its streaming client disconnects (llama.cpp, vLLM,
-llama-cpp-python, OpenAI), but go on with a plain request whose client gave up. A call that runs
-past its deadline therefore streams, and closing the stream closes the HTTP response.
+llama-cpp-python, OpenAI), but llama-cpp-python's goes on with a plain request whose client
+gave up. A streamed call past its deadline is therefore closed, which closes the HTTP response.
+
+A 200 reply that cannot be read as one (a body that is not UTF-8, an event stream with no reply
+in it) is a ``MalformedReply``, retried like a 5xx. A streamed reply that ends before its finish
+reason is a ``StreamCut``: the server or a proxy stopped it (llama-cpp-python's server does so
+when another request is waiting), so it is not the model's reply and is never acted on; the
+caller asks again at once, plain. A reply that did finish with no text is the model's own: the
+loop answers it with a corrective Observation.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,26 +27,27 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import deadlines
+from reactgraph.nodes import deadlines, streamchoice
 from reactgraph.nodes.linebreaks import plain, with_hard_breaks
+from reactgraph.nodes.streamchoice import OPENAI_URL, openai_family
 
 # How a finished reply says it was cut at the cap: OpenAI-compatible servers' finish_reason,
 # Anthropic's stop_reason, Ollama's done_reason.
 _CUT = {"finish_reason": ("length", "max_tokens"), "stop_reason": ("max_tokens",)}
 _CUT_OLLAMA = {"done_reason": ("length",)}
-OPENAI_URL = "api.openai.com"
+# langchain-core's words for a stream that yielded nothing (a body that was no event stream),
+# and langchain-openai's for a completion without choices (KeyError, or TypeError when null).
+NO_CHUNKS = "No generation chunks were returned"
+NO_CHOICES = "'choices'"
 
 
-def _openai_family(model: BaseChatModel) -> bool:
-    # By name: importing langchain-openai costs a second that a scripted run does not need.
-    return any(cls.__name__ == "BaseChatOpenAI" for cls in type(model).__mro__)
+class MalformedReply(ValueError):
+    """A 200 reply that is not a readable chat completion; retried like a 5xx."""
 
 
-def streams(model: BaseChatModel) -> bool:
-    """Whether the model has a streaming call of its own (else ``stream`` is one invoke)."""
-    if getattr(model, "disable_streaming", False) is True:
-        return False
-    return type(model)._stream is not BaseChatModel._stream
+class StreamCut(MalformedReply):
+    """A streamed reply that ended before its finish reason: stopped by the server or a proxy,
+    not written whole by the model; asked again at once, plain."""
 
 
 def cap_arguments(model: BaseChatModel, cap: int) -> dict[str, Any]:
@@ -48,7 +57,7 @@ def cap_arguments(model: BaseChatModel, cap: int) -> dict[str, Any]:
     reasoning models). An OpenAI-compatible server elsewhere also gets ``max_tokens``, the name
     older servers (LM Studio, Ollama, llama.cpp's) read. Other chat models take ``max_tokens``.
     """
-    if not _openai_family(model):
+    if not openai_family(model):
         return {"max_tokens": cap}
     arguments: dict[str, Any] = {"max_completion_tokens": cap}
     url = getattr(model, "openai_api_base", None)
@@ -67,21 +76,56 @@ def was_cut(message: Any) -> bool:
 
 def _stream_options(model: BaseChatModel) -> dict[str, Any]:
     # Usage comes in the stream's last chunk only when asked for.
-    return {"stream_usage": True} if _openai_family(model) else {}
+    return {"stream_usage": True} if openai_family(model) else {}
 
 
 def _join(message: Any, chunk: Any) -> Any:
     return chunk if message is None else message + chunk
 
 
-def _whole(message: Any) -> Any:
-    """The gathered reply; a stream that never carried a choice (no text, no finish reason:
-    only a usage chunk, or nothing) is a malformed response, retried like one."""
+def _ended(message: Any) -> bool:
     metadata = getattr(message, "response_metadata", None) or {}
-    ended = any(key in metadata for key in (*_CUT, *_CUT_OLLAMA))
-    if message is None or (not ended and not getattr(message, "content", None)):
-        raise ValueError("No generations found in the streamed reply")
+    return any(key in metadata for key in (*_CUT, *_CUT_OLLAMA))
+
+
+def _whole(model: BaseChatModel, message: Any) -> Any:
+    """The gathered reply. An OpenAI-compatible stream ends a whole reply with its finish
+    reason: without one it was cut short. Other models' streams without any text or ending
+    (only a usage chunk, or nothing) are malformed."""
+    if message is not None and _ended(message):
+        return message
+    if openai_family(model):
+        raise StreamCut("the streamed reply ended before its finish reason (cut short)")
+    if message is None or not getattr(message, "content", None):
+        raise MalformedReply("No generations found in the streamed reply")
     return message
+
+
+def _checked(model: BaseChatModel, message: Any, forced: bool) -> Any:
+    """A plain call's reply. One that LangChain streamed itself (to a messages stream) and that
+    holds no text and no finish reason was cut short; a forced plain call is taken as it came."""
+    if forced or not openai_family(model) or _ended(message) or getattr(message, "content", None):
+        return message
+    raise StreamCut("the reply ended with no text and no finish reason (cut short)")
+
+
+@contextlib.contextmanager
+def _reading() -> Iterator[None]:
+    """Reading the reply: a body that is not UTF-8, a completion without choices, or a streamed
+    request answered with no event stream at all, is a ``MalformedReply``."""
+    try:
+        yield
+    except UnicodeDecodeError as error:
+        detail = f"{error.reason} at byte {error.start}"
+        raise MalformedReply(f"the reply is not UTF-8 ({detail})") from error
+    except (KeyError, TypeError) as error:
+        if NO_CHOICES not in str(error):
+            raise
+        raise MalformedReply("the reply holds no choices") from error
+    except ValueError as error:
+        if NO_CHUNKS not in str(error):
+            raise
+        raise MalformedReply("the reply to a streamed request was not an event stream") from error
 
 
 def gather(
@@ -102,7 +146,7 @@ def gather(
             message = _join(message, chunk)
     finally:
         stream.close()
-    return _whole(message)
+    return message if abandoned.is_set() else _whole(model, message)
 
 
 async def agather(
@@ -117,45 +161,64 @@ async def agather(
     async with contextlib.aclosing(stream) as chunks:
         async for chunk in chunks:
             message = _join(message, chunk)
-    return _whole(message)
+    return _whole(model, message)
 
 
 @dataclass(frozen=True)
 class ModelCall:
-    """One request to the model, within ``deadline`` seconds when it has one; streamed when the
-    model streams, so that giving up closes the response."""
+    """One request to the model, within ``deadline`` seconds when it has one; streamed when
+    ``streamchoice`` says so (giving up then closes the response), else plain; ``plain`` makes
+    it plain whatever the model's setting (the call asked again after a ``StreamCut``)."""
 
     model: BaseChatModel
     messages: list[BaseMessage]
     config: RunnableConfig | None
     arguments: dict[str, Any]
     deadline: float | None
+    plain: bool = False
+
+    def _plain_arguments(self) -> dict[str, Any]:
+        # `stream=False` keeps LangChain from streaming it itself (to a messages stream).
+        forced = self.plain and openai_family(self.model)
+        return {**self.arguments, "stream": False} if forced else self.arguments
 
     def run(self) -> Any:
         """The reply (as the model wrote it; ``reactgraph.nodes.linebreaks``)."""
         config = with_hard_breaks(self.config)
-        if not streams(self.model):
-            call = lambda: self.model.invoke(self.messages, config, **self.arguments)  # noqa: E731
-        else:
-            abandoned = threading.Event()
-            call = lambda: gather(  # noqa: E731
-                self.model, self.messages, config, self.arguments, abandoned
-            )
+        abandoned = threading.Event()
+
+        def call() -> Any:
+            chosen = "plain" if self.plain else streamchoice.mode(self.model)
+            streamed = streamchoice.probe(self.model) if chosen == "probe" else chosen == "stream"
+            with _reading():
+                if abandoned.is_set():
+                    return None  # given up on while the server was asked: nobody waits
+                if streamed:
+                    return gather(self.model, self.messages, config, self.arguments, abandoned)
+                reply = self.model.invoke(self.messages, config, **self._plain_arguments())
+                return _checked(self.model, reply, self.plain)
+
         if self.deadline is None:
             return plain(call())
         try:
             return plain(deadlines.in_thread(call, self.deadline, "model call").result())
         except deadlines.TimedOut:
-            if streams(self.model):
-                abandoned.set()  # the stream closes at its next chunk
+            abandoned.set()  # a stream closes at its next chunk
             raise
 
+    async def _call(self, config: RunnableConfig | None) -> Any:
+        chosen = "plain" if self.plain else streamchoice.mode(self.model)
+        streamed = (
+            await streamchoice.aprobe(self.model) if chosen == "probe" else chosen == "stream"
+        )
+        with _reading():
+            if streamed:
+                return await agather(self.model, self.messages, config, self.arguments)
+            reply = await self.model.ainvoke(self.messages, config, **self._plain_arguments())
+            return _checked(self.model, reply, self.plain)
+
     async def arun(self) -> Any:
-        config = with_hard_breaks(self.config)
-        if streams(self.model):
-            call = agather(self.model, self.messages, config, self.arguments)
-        else:
-            call = self.model.ainvoke(self.messages, config, **self.arguments)
+        call = self._call(with_hard_breaks(self.config))
         if self.deadline is None:
             return plain(await call)
         try:

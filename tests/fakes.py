@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 
+from reactgraph.nodes.streamchoice import PROBE_HEADER
 from reactgraph.nodes.tokens import message_text
 from reactgraph.scripted import Reply, ScriptedChatModel
 
@@ -333,10 +334,39 @@ class Trickle:
 
 @dataclass
 class Raw:
-    """A literal response body (malformed JSON, no choices, content null) with a status."""
+    """A literal response body (malformed JSON, no choices, content null) with a status. A
+    streamed request gets it as one event's data (``events``), or else as it is, with
+    ``content_type``: a reply that is not an event stream at all."""
 
-    body: str
+    body: str | bytes
     status: int = 200
+    events: bool = True
+    content_type: str = "application/json"
+
+
+# Malformed 200 replies as some servers and proxies send them, to streamed requests too.
+NOT_UTF8 = Raw(b'{"choices": [{"message": {"content": "\xff\xfe\xc3("}}]}', events=False)
+NO_CHOICES = Raw(
+    '{"id": "x", "object": "chat.completion", "created": 1, "model": "m"}', events=False
+)
+
+
+@dataclass
+class Unstreamed:
+    """A complete, plain chat completion (its content, usage and finish reason), sent as JSON
+    whether or not the request asked for a stream, as some proxies and servers do."""
+
+    reply: str
+
+
+@dataclass
+class Cut:
+    """A streamed reply that ends before its finish reason: the role, ``sent`` of the text,
+    then ``[DONE]``, as llama-cpp-python's server ends a stream when another request waits.
+    A plain request gets ``reply`` whole (that server never cuts those)."""
+
+    reply: str
+    sent: str = ""
 
 
 class _Server(ThreadingHTTPServer):
@@ -353,19 +383,24 @@ class Call:
     id: str = "call-1"
 
 
-Answer = str | Fault | Hang | Trickle | Raw | Call
+Answer = str | Fault | Hang | Trickle | Raw | Call | Unstreamed | Cut
 ServerReply = Answer | Callable[[dict[str, Any]], Answer]
 
 
 class FakeOpenAIServer:
     """``POST /v1/chat/completions`` on 127.0.0.1, scripted per test: it honours ``stop`` as
     providers do (or ignores it), reports ``usage``, streams server-sent events when asked (with
-    usage when ``stream_options.include_usage``), and injects latency and faults."""
+    usage when ``stream_options.include_usage``, unless ``stream_usage`` is off, as on
+    llama-cpp-python's server), and injects latency and faults. reactgraph's one-token probe
+    of a server (``reactgraph.nodes.streamchoice``) is answered aside: it takes nothing from the
+    script and is kept in ``probes``, not ``requests``."""
 
     def __init__(self, port: int = 0) -> None:
         self.script: deque[ServerReply] = deque()
         self.responder: Callable[[dict[str, Any]], ServerReply] | None = None
         self.requests: list[dict[str, Any]] = []
+        self.probes: list[dict[str, Any]] = []
+        self.stream_usage = True
         self.latency_s = 0.0
         self.honour_stop = True
         self.reject_stop = False
@@ -386,7 +421,11 @@ class FakeOpenAIServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server._handle(self, body)
+                if self.headers.get(PROBE_HEADER):
+                    server.probes.append(body)
+                    server._complete(self, body, "OK")
+                else:
+                    server._handle(self, body)
 
         self._http = _Server(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
@@ -438,9 +477,9 @@ class FakeOpenAIServer:
             elif isinstance(reply, Raw) and body.get("stream") and reply.status == 200:
                 self._stream_raw(handler, reply)
             elif isinstance(reply, Raw):
-                data = reply.body.encode()
+                data = reply.body.encode() if isinstance(reply.body, str) else reply.body
                 handler.send_response(reply.status)
-                handler.send_header("Content-Type", "application/json")
+                handler.send_header("Content-Type", reply.content_type)
                 handler.send_header("Content-Length", str(len(data)))
                 handler.end_headers()
                 handler.wfile.write(data)
@@ -453,6 +492,12 @@ class FakeOpenAIServer:
                 )
             elif isinstance(reply, Call):
                 self._call(handler, body, reply)
+            elif isinstance(reply, Unstreamed):
+                self._complete(handler, {**body, "stream": False}, reply.reply)
+            elif isinstance(reply, Cut) and body.get("stream"):
+                self._cut(handler, body, reply)
+            elif isinstance(reply, Cut):
+                self._complete(handler, body, reply.reply)
             else:
                 self._complete(handler, body, reply)
         except (BrokenPipeError, ConnectionResetError):
@@ -503,10 +548,6 @@ class FakeOpenAIServer:
                 },
             )
             return
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.send_header("Connection", "close")
-        handler.end_headers()
         chunk = {**base, "object": "chat.completion.chunk"}
         pieces = [text[i : i + 16] for i in range(0, len(text), 16)] or [""]
         events = [
@@ -514,33 +555,59 @@ class FakeOpenAIServer:
         ]
         events += [{**chunk, "choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
         events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if self.stream_usage and (body.get("stream_options") or {}).get("include_usage"):
             events.append({**chunk, "choices": [], "usage": usage})
+        self._events(handler, events)
+
+    @staticmethod
+    def _events(handler: BaseHTTPRequestHandler, events: list[dict[str, Any]]) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
         for event in events:
             handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
         handler.wfile.write(b"data: [DONE]\n\n")
         handler.wfile.flush()
         handler.close_connection = True
 
+    def _cut(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], cut: Cut) -> None:
+        chunk = {"id": "chatcmpl-cut", "object": "chat.completion.chunk", "model": body["model"]}
+        chunk["created"] = int(time.time())
+        events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
+        if cut.sent:
+            events.append({**chunk, "choices": [{"index": 0, "delta": {"content": cut.sent}}]})
+        self._events(handler, events)
+
     def _stream_raw(self, handler: BaseHTTPRequestHandler, raw: Raw) -> None:
-        """A literal body as a streaming client gets it: a completion object becomes one chunk
-        (its message the delta), anything else is sent as the event's data as it is."""
+        """A literal body as a streaming client gets it (``Raw.events``): a completion object
+        becomes one chunk (its message the delta), anything else is the event's data as it is;
+        or, without events, the body itself, not an event stream."""
+        if not raw.events:
+            data = raw.body.encode() if isinstance(raw.body, str) else raw.body
+            handler.send_response(200)
+            handler.send_header("Content-Type", raw.content_type)
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+            return
+        data = raw.body.encode() if isinstance(raw.body, str) else raw.body
         try:
-            value = json.loads(raw.body)
+            value = json.loads(data)
         except ValueError:
-            data = raw.body
+            pass  # sent as it is, bytes that are not UTF-8 included
         else:
             if isinstance(value, dict) and isinstance(value.get("choices"), list):
                 value["object"] = "chat.completion.chunk"
                 for choice in value["choices"]:
                     if isinstance(choice, dict) and "message" in choice:
                         choice["delta"] = choice.pop("message")
-            data = json.dumps(value)
+            data = json.dumps(value).encode()
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
         handler.send_header("Connection", "close")
         handler.end_headers()
-        handler.wfile.write(f"data: {data}\n\ndata: [DONE]\n\n".encode())
+        handler.wfile.write(b"data: " + data + b"\n\ndata: [DONE]\n\n")
         handler.wfile.flush()
         handler.close_connection = True
 

@@ -50,13 +50,16 @@ def free_port() -> int:
 
 
 class LlamaServer:
-    """``python -m llama_cpp.server`` on 127.0.0.1, one request at a time (its default)."""
+    """``python -m llama_cpp.server`` on 127.0.0.1. It serves one request at a time (it has no
+    option to serve more: requests wait on one lock), and by default (``interrupt``) ends a
+    streamed reply early when another request is waiting, as a new user would run it."""
 
-    def __init__(self, log: Path, threads: int = 2) -> None:
+    def __init__(self, log: Path, threads: int = 2, interrupt: bool = True) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
         self.threads = threads
+        self.interrupt = interrupt
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, within: float = 300.0) -> LlamaServer:
@@ -66,8 +69,8 @@ class LlamaServer:
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path)]
         command += ["--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(N_CTX)]
         command += ["--model_alias", ALIAS, "--n_threads", str(self.threads)]
-        # A new request must not be what stops an abandoned one: only its client going away.
-        command += ["--interrupt_requests", "False"]
+        if not self.interrupt:
+            command += ["--interrupt_requests", "False"]
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + within

@@ -83,6 +83,7 @@ def test_the_rooms_hold_what_the_readme_says() -> None:
         "assembly.py",
         "batch.py",
         "build.py",
+        "eventstream.py",
         "graph.py",
         "models.py",
         "scripted.py",

@@ -1,9 +1,13 @@
 """A real model on a real server: SmolLM2-135M-Instruct on llama.cpp's OpenAI-compatible server
-(``llama-cpp-python[server]``), on 127.0.0.1. ``make test-real-model`` installs both and runs
-these (``REACTGRAPH_REAL_MODEL=1``); elsewhere they are skipped.
+(``llama-cpp-python[server]``), on 127.0.0.1, started as a new user starts it (so it ends a
+streamed reply early when another request waits). ``make test-real-model`` installs both and
+runs these (``REACTGRAPH_REAL_MODEL=1``); elsewhere they are skipped.
 
 A 135M model cannot answer the questions: these check the protocol, and that the loop stays
-robust on a real model's messy replies, never accuracy.
+robust on a real model's messy replies, never accuracy. The model is ``chat_model``'s default:
+it finds out that this server sends no usage on a streamed reply, and calls it plain, so every
+count is the server's own; 8 runs at once (``ainvoke``, every variant, and a sync batch) all
+end with a known status.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from langchain_core.messages import HumanMessage
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
-from reactgraph.nodes import prompts
+from reactgraph.nodes import prompts, streamchoice
 from reactgraph.nodes.deps import describe_tools
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.nodes.tokens import TokenCounter
@@ -54,32 +58,43 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     running.stop()
 
 
+@pytest.fixture(scope="module")
+def patient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """A server that never ends a stream for a waiting request: only its client going away
+    stops it (for the abandoned-call test)."""
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    running = LlamaServer(log, threads=1, interrupt=False).start()
+    yield running
+    running.stop()
+
+
 def tools() -> list[Any]:
     return [*search_tools(), calculator]
 
 
-def model(server: LlamaServer, timeout: float = TIMEOUT, stream: bool = False) -> Any:
-    """Not streamed by default: llama-cpp-python's server reports usage only then."""
+def model(server: LlamaServer, timeout: float = TIMEOUT, stream: bool | None = None) -> Any:
+    """chat_model's own choice of streaming unless ``stream`` says."""
     return chat_model(ALIAS, base_url=server.url, timeout=timeout, temperature=0.0, stream=stream)
 
 
-def graph(server: LlamaServer, variant: str, stream: bool = False, **settings: Any) -> Any:
+def graph(server: LlamaServer, variant: str, stream: bool | None = None, **settings: Any) -> Any:
     if "context_window" in {s.name for s in REGISTRY[variant].settings}:
         settings.setdefault("context_window", 2048)
+    settings.setdefault("model_retries", 0)  # no fault is expected: none is retried away
     return build_graph(
         variant,
         model=model(server, stream=stream),
         tools=tools(),
         max_completion_tokens=CAP,
-        model_retries=1,
         retry_backoff_s=0.5,
         **settings,
     )
 
 
-def check_turns(result: dict[str, Any]) -> None:
+def check_turns(result: dict[str, Any], source: str | None = "usage") -> None:
     for turn in result["turns"]:
-        assert turn["token_source"] == "usage"
+        if source is not None:
+            assert turn["token_source"] == source
         assert 0 <= turn["completion_tokens"] <= CAP
         assert turn["prompt_tokens"] > 0
         assert "Observation:" not in turn["reply"]
@@ -88,10 +103,12 @@ def check_turns(result: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("variant", list(REGISTRY))
 def test_every_variant_ends_with_a_known_status(server: LlamaServer, variant: str) -> None:
-    result = graph(server, variant, max_turns=2).invoke({"question": QUESTION})
+    result = graph(server, variant, max_turns=3).invoke({"question": QUESTION})
     assert result["status"] in REGISTRY[variant].statuses
     assert result["turns"]
     check_turns(result)
+    # The server was asked once whether it counts a streamed reply: it does not.
+    assert streamchoice.mode(model(server)) == "plain"
 
 
 def opening_tokens() -> int:
@@ -108,7 +125,7 @@ def test_a_compaction_with_a_real_summarizer_call(server: LlamaServer) -> None:
     result = built.invoke({"question": QUESTION})
     assert result["status"] in REGISTRY["compaction"].statuses
     (first, *_) = result["compactions"]
-    assert first["prompt_tokens"] > 0
+    assert first["prompt_tokens"] > 0 and first["token_source"] == "usage"
     assert 0 < first["completion_tokens"] <= CAP
     check_turns(result)
 
@@ -128,20 +145,47 @@ def test_astream_messages_yields_tokens(server: LlamaServer) -> None:
     assert len(pieces) > 3  # token by token, not one message at the end
 
 
-def test_four_concurrent_ainvoke_runs(server: LlamaServer) -> None:
-    built = graph(server, "transcript", max_turns=1)
+def test_eight_concurrent_ainvoke_runs_in_every_variant(server: LlamaServer) -> None:
+    graphs = {variant: graph(server, variant, max_turns=2) for variant in REGISTRY}
+    runs = [(variant, n) for n in range(2) for variant in REGISTRY]
 
     async def main() -> list[dict[str, Any]]:
-        questions = [f"{QUESTION} (run {n})" for n in range(4)]
-        return await asyncio.gather(*(built.ainvoke({"question": q}) for q in questions))
+        return await asyncio.gather(
+            *(graphs[v].ainvoke({"question": f"{QUESTION} (run {n})"}) for v, n in runs)
+        )
 
     results = asyncio.run(main())
+    assert len(results) == 8
+    for (variant, _), result in zip(runs, results, strict=True):
+        assert result["status"] in REGISTRY[variant].statuses
+        check_turns(result)
+
+
+def test_a_sync_batch_of_eight_at_once(server: LlamaServer) -> None:
+    built = graph(server, "transcript", max_turns=2)
+    inputs = [{"question": f"{QUESTION} (batch {n})"} for n in range(8)]
+    results = built.batch(inputs, {"max_concurrency": 8})
     for result in results:
         assert result["status"] in REGISTRY["transcript"].statuses
         check_turns(result)
 
 
-def test_a_deadline_shorter_than_a_call_frees_the_server(server: LlamaServer) -> None:
+def test_streamed_runs_at_once_survive_streams_cut_short(server: LlamaServer) -> None:
+    # Every call streamed: this server ends a stream as soon as another request waits; each
+    # such reply is asked again, plain (not a retry: there are none), never acted on.
+    built = graph(server, "transcript", stream=True, max_turns=2)
+
+    async def main() -> list[dict[str, Any]]:
+        questions = [f"{QUESTION} (streamed {n})" for n in range(4)]
+        return await asyncio.gather(*(built.ainvoke({"question": q}) for q in questions))
+
+    for result in asyncio.run(main()):
+        assert result["status"] in REGISTRY["transcript"].statuses
+        check_turns(result, source=None)  # a whole stream has no usage here: tiktoken
+
+
+def test_a_deadline_shorter_than_a_call_frees_the_server(patient_server: LlamaServer) -> None:
+    server = patient_server
     endless = model(server, timeout=2.0, stream=True)
     # The end-of-turn token is forbidden: the reply would go on to the context's end.
     endless.extra_body = {"logit_bias": {"<|im_end|>": -100}, "logit_bias_type": "tokens"}
@@ -185,6 +229,7 @@ def test_ask_and_batch_from_the_command_line(server: LlamaServer, tmp_path: Path
     assert shown and shown[-1] in REGISTRY["transcript"].statuses, asked.stdout[-2000:]
     assert asked.returncode == (0 if shown[-1] == "answered" else 1), asked.stderr
     assert "Traceback" not in asked.stderr, asked.stderr
+    assert "(usage)" in asked.stdout and "(tiktoken)" not in asked.stdout  # the server's counts
     questions = tmp_path / "questions.jsonl"
     lines = [{"id": f"q{n}", "question": f"{QUESTION} ({n})"} for n in range(2)]
     questions.write_text("".join(json.dumps(line) + "\n" for line in lines))
