@@ -19,6 +19,7 @@ from typing import Any
 
 from reactgraph.app import console as out
 from reactgraph.app.jsonl import BadLine, id_text, read_jsonl_stream
+from reactgraph.nodes.statuses import AWAITING
 
 
 def keyed_by(*fields: str) -> Callable[[dict[str, Any]], str | None]:
@@ -58,6 +59,9 @@ class Results:
         self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         self._offset = 0
         self.done: set[str] = set()
+        self.waiting: set[str] = set()
+        """The identities whose run stopped for a person's approval (and has no finished line
+        yet): run again, a line is written only once it has moved on."""
 
     def close(self) -> None:
         os.close(self._fd)
@@ -81,23 +85,25 @@ class Results:
                 elif value.get("status") and not value.get("error"):
                     key = self.identity(value)
                     if key is not None:
-                        self.done.add(key)
+                        (self.waiting if value["status"] == AWAITING else self.done).add(key)
                 position = stream.tell()
         self._offset = position
 
     def record(self, line: dict[str, Any]) -> bool:
         """Append a result line (with its ``key``) unless a finished result with its identity
-        is there already (written by another process on this file); whether it was appended.
-        Holds the file's lock while it reads and writes."""
+        is there already (written by another process on this file), or the line says it still
+        waits for approval as one there does; whether it was appended. Holds the file's lock
+        while it reads and writes. A finished line after a waiting one is the one that counts."""
         identity = self.identity(line)
+        waits = line.get("status") == AWAITING
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             self.refresh()
-            if identity in self.done:
+            if identity in self.done or (waits and identity in self.waiting):
                 return False
             self.append(line)
             if line.get("error") is None and identity is not None:
-                self.done.add(identity)
+                (self.waiting if waits else self.done).add(identity)
             return True
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)

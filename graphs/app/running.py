@@ -9,9 +9,12 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from langgraph.types import Command
+from rich.markup import escape
+
 from reactgraph import build_graph
+from reactgraph.app import approving, interrupts
 from reactgraph.app import console as out
-from reactgraph.app import interrupts
 from reactgraph.app.engines import check_engine
 from reactgraph.app.hints import resume_hint, saved_hint
 from reactgraph.app.options import (
@@ -26,6 +29,7 @@ from reactgraph.app.runner import Recipe
 from reactgraph.app.viewing import load_record, reader
 from reactgraph.graph import DURABILITY
 from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.status import AWAITING
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.storage.address import is_postgres
 from reactgraph.storage.database import (
@@ -51,10 +55,39 @@ def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[A
         raise UsageError(str(error)) from None
 
 
-def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str, lease: Lease) -> int:
-    """Print each turn of a started run live; spent retries and a database fault leave it
-    resumable and say how (Ctrl-C too: ``reactgraph.app.interrupts``). A lost lock stops the
-    run at its next write."""
+def stream_run(
+    graph: Any, updates: Iterator[Any] | None, record: RunRecord, db: str, lease: Lease
+) -> int:
+    """Print each turn of a started run live (``updates``; None for a thread that waits for
+    approval already); before an Action that needs approval, ask the person at the terminal
+    and go on with their decision, or leave the thread waiting when nobody answers. Spent
+    retries and a database fault leave it resumable and say how (Ctrl-C too:
+    ``reactgraph.app.interrupts``). A lost lock stops the run at its next write."""
+    config = {"configurable": {"thread_id": record.thread_id}}
+    while True:
+        if updates is not None:
+            failed = print_updates(updates, record, db, lease)
+            if failed is not None:
+                return failed
+        snapshot = graph.get_state(config)
+        if not snapshot.interrupts:
+            out.print_result(snapshot.values)
+            return 0 if snapshot.values.get("status") == "answered" else 1
+        request = snapshot.interrupts[0].value
+        decision = approving.decide(request, snapshot.values)
+        if decision is None:
+            action = approving.pending_action(request, snapshot.values)
+            out.console.print(
+                f"\nStatus: [{out.STATUS_STYLE[AWAITING]}]{AWAITING}[/] ({escape(action)}). "
+                f"Decide with:\n  {escape(resume_hint(record.thread_id, db))}"
+            )
+            return 1
+        updates = start(graph, Command(resume=decision), record.thread_id)
+
+
+def print_updates(updates: Iterator[Any], record: RunRecord, db: str, lease: Lease) -> int | None:
+    """Print the turns of a stream of updates as they come; the exit code when the stream
+    stopped on a fault (said in one line with how to go on), else None."""
     hint = resume_hint(record.thread_id, db)
     try:
         for turn in out.turns_in(updates):
@@ -75,9 +108,7 @@ def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str, l
             )
         out.fail(text + (after if is_postgres(db) else ""))
         return 2
-    values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
-    out.print_result(values)
-    return 0 if values.get("status") == "answered" else 1
+    return None
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -132,9 +163,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if (name, url) != (record.model, record.base_url):
             record = record.moved_to(name, url)
             record.save(store)
-        # A run killed before its first checkpoint has nothing to resume: start it again.
+        # A run killed before its first checkpoint has nothing to resume: start it again; one
+        # waiting for approval asks again.
         payload = {"question": record.question} if status == "unknown" else None
-        updates = start(graph, payload, record.thread_id)
+        updates = None if status == AWAITING else start(graph, payload, record.thread_id)
         out.console.print(f"[dim]resuming thread {record.thread_id} ({name})[/dim]")
         return stream_run(graph, updates, record, args.db, lease)
 

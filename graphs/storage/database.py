@@ -28,7 +28,7 @@ from reactgraph.storage.locks import ThreadBusy as ThreadBusy
 from reactgraph.storage.locks import thread_lock as thread_lock
 from reactgraph.storage.setuplock import asetup_lock, setup_lock
 
-ThreadStatus = Literal["unknown", "interrupted", "finished"]
+ThreadStatus = Literal["unknown", "interrupted", "awaiting_approval", "finished"]
 RECORDS_PAGE = 500  # run records read at once by the listings (``threads``, ``prune --finished``)
 
 

@@ -54,6 +54,14 @@ MAX_COMPLETION_TOKENS = Setting(
     optional=True,
     unset="no cap",
 )
+APPROVE = Setting(
+    "approve",
+    tuple,
+    (),
+    "Tools whose Actions wait for a person to approve, edit or reject them before they run: "
+    "tool names (a list, or separated by commas), all, or none.",
+    metavar="TOOL",
+)
 MODEL_NAME = Setting(
     "model_name",
     str,
@@ -81,6 +89,7 @@ COMMON = (
     MODEL_RETRIES,
     RETRY_BACKOFF_S,
     MAX_COMPLETION_TOKENS,
+    APPROVE,
     MODEL_NAME,
     BASE_URL,
 )

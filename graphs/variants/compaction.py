@@ -38,7 +38,7 @@ COMPACTION = Variant(
     name="compaction",
     summary="Summarizes its history near the context window and goes on in a fresh window.",
     settings=(*common(max_turns=60), *COMPACTION_SETTINGS),
-    statuses=("answered", "turn_limit", "stuck", "context_exhausted"),
+    statuses=("answered", "turn_limit", "stuck", "context_exhausted", "awaiting_approval"),
     before_model=(COMPACT_HISTORY,),
     view=View(summary=True),
     at_cap="force_answer",

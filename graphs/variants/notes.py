@@ -31,7 +31,7 @@ NOTES = Variant(
     name="notes",
     summary="A long loop whose plan lives in notes; the model sees them and the last turns.",
     settings=(*common(max_turns=40), *NOTES_SETTINGS),
-    statuses=("answered", "stopped_early", "stuck"),
+    statuses=("answered", "stopped_early", "stuck", "awaiting_approval"),
     before_model=(LOAD_NOTES,),
     actions=(UPDATE_NOTES,),
     view=View(notes=True, window=True),

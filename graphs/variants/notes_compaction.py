@@ -18,7 +18,7 @@ NOTES_COMPACTION = Variant(
     name="notes_compaction",
     summary="Notes and a window, plus summaries when even the window nears the context limit.",
     settings=(*common(max_turns=60), *NOTES_SETTINGS, *COMPACTION_SETTINGS),
-    statuses=("answered", "stopped_early", "stuck", "context_exhausted"),
+    statuses=("answered", "stopped_early", "stuck", "context_exhausted", "awaiting_approval"),
     before_model=(LOAD_NOTES, COMPACT_HISTORY),
     actions=(UPDATE_NOTES,),
     view=View(notes=True, window=True, summary=True),

@@ -9,6 +9,6 @@ TRANSCRIPT = Variant(
     name="transcript",
     summary="The plain loop: the model sees the whole transcript; a forced answer at the cap.",
     settings=common(max_turns=10),
-    statuses=("answered", "turn_limit", "stuck"),
+    statuses=("answered", "turn_limit", "stuck", "awaiting_approval"),
     at_cap="force_answer",
 )
