@@ -16,7 +16,7 @@ from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.decisions import MAX_RESUME_CHARS
 from reactgraph.nodes.status import status_of
 from reactgraph.variants import REGISTRY
-from tests.fakes import Runner, ToolLog, action, add, answer, fake_model
+from tests.fakes import Runner, ToolLog, action, add, answer, fake_model, prompt_text
 
 CONFIG = {"configurable": {"thread_id": "t1"}}
 
@@ -337,3 +337,49 @@ def test_a_person_who_keeps_refusing_the_same_action_ends_the_run_as_stuck(run: 
     for _ in range(2):
         out = run(graph, Command(resume={"type": "reject"}), CONFIG)
     assert out["status"] == "stuck" and log.calls == [] and len(out["turns"]) == 3
+
+
+def test_the_served_graphs_take_approve_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Agent Chat UI has no context form: ``REACTGRAPH_APPROVE`` sets the served graphs'."""
+    import importlib
+
+    import reactgraph.studio as studio
+
+    monkeypatch.setenv("REACTGRAPH_APPROVE", "calculator, search")
+    try:
+        for name in VARIANTS:
+            graph = getattr(importlib.reload(studio), name)
+            schema = graph.get_context_jsonschema()["properties"]["approve"]
+            assert schema["default"] == ["calculator", "search"], name
+        monkeypatch.setenv("REACTGRAPH_APPROVE", "serch")
+        with pytest.raises(ValueError, match="approve names 'serch'"):
+            importlib.reload(studio)
+    finally:
+        monkeypatch.delenv("REACTGRAPH_APPROVE")
+        importlib.reload(studio)
+
+
+def test_the_python_batch_api_never_waits_and_reports_the_waiting_runs() -> None:
+    import asyncio
+
+    from reactgraph.batch import run_batch, run_many
+
+    def reply(messages: Any) -> str:
+        seen = any(prompt_text([m]).startswith("Observation:") for m in messages)
+        return answer("done") if seen else action("echo", "x")
+
+    graph, log = built("transcript", *[reply] * 20, approve="echo")
+    results = run_batch(graph, ["q1", "q2"])
+    assert [r["status"] for r in results] == ["awaiting_approval"] * 2
+    assert all(r["error"] is None for r in results) and log.calls == []
+
+    async def again() -> list[Any]:
+        return [r async for r in run_many(graph, ["q1"], thread_prefix="same")]
+
+    assert [r["status"] for r in asyncio.run(again())] == ["awaiting_approval"]
+    # Run again on that thread: it still waits, and the model is not called again.
+    calls = len(graph.model.calls)
+    assert [r["status"] for r in asyncio.run(again())] == ["awaiting_approval"]
+    assert len(graph.model.calls) == calls and log.calls == []
