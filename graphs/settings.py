@@ -110,16 +110,15 @@ def names(name: str, value: Any) -> tuple[str, ...]:
             f"{name} must be a name, names separated by commas, {ALL!r}, {NONE!r}, or a list of "
             f"names; got {type(value).__name__}"
         )
-    found: list[str] = []
-    for item in items:
-        for part in item.split(","):
-            part = part.strip()
-            if part and part not in found:
-                found.append(part)
+    too_many = ValueError(
+        f"{name} takes at most {MAX_NAMES} names of at most {MAX_NAME_CHARS} characters"
+    )
+    if len(items) > MAX_NAMES or sum(map(len, items)) > MAX_NAMES * (MAX_NAME_CHARS + 1):
+        raise too_many  # bounded before it is read: a run's context is anyone's
+    found = dict.fromkeys(part.strip() for item in items for part in item.split(","))
+    found.pop("", None)
     if len(found) > MAX_NAMES or any(len(part) > MAX_NAME_CHARS for part in found):
-        raise ValueError(
-            f"{name} takes at most {MAX_NAMES} names of at most {MAX_NAME_CHARS} characters"
-        )
+        raise too_many
     if NONE in found:
         if len(found) > 1:
             raise ValueError(f"{name}: {NONE!r} cannot be combined with names")

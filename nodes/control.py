@@ -53,7 +53,8 @@ def start_run(
         logger.warning("the question's %s went unread: only text is read", unread_note(unread))
     return {
         **fixed,
-        "settings": dict(settings),
+        # A list of names (``approve``) as a list: what a checkpointer gives back.
+        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
         "thread_id": str(thread_id),
         "run": (state.get("run") or 0) + 1,
         "turns": Overwrite([]),

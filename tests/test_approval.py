@@ -40,10 +40,12 @@ def built(variant: str, *replies: Any, approve: Any = ("echo",), **more: Any) ->
     return graph, log
 
 
-def waiting(graph: Any) -> Any:
-    """The one interrupt the thread waits on."""
-    (pending,) = graph.get_state(CONFIG).interrupts
-    return pending
+def decided(run: Runner, variant: str, proposed: str, value: Any, final: str) -> tuple[Any, ...]:
+    """A run of ``variant`` stopped before ``echo[proposed]``, resumed with ``value``: its
+    output, the tool calls made, and the graph (its model's prompts)."""
+    graph, log = built(variant, action("echo", proposed), answer(final))
+    run(graph, {"question": "q"}, CONFIG)
+    return run(graph, Command(resume=value), CONFIG), log, graph
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -87,9 +89,7 @@ APPROVALS = {
 
 @pytest.mark.parametrize("shape", sorted(APPROVALS))
 def test_an_approved_action_runs_as_written(shape: str, run: Runner) -> None:
-    graph, log = built("transcript", action("echo", "hi"), answer("done"))
-    run(graph, {"question": "q"}, CONFIG)
-    out = run(graph, Command(resume=APPROVALS[shape]), CONFIG)
+    out, log, _ = decided(run, "transcript", "hi", APPROVALS[shape], "done")
     assert log.calls == [("echo", "hi")] and out["answer"] == "done"
     first = out["turns"][0]
     assert (first["action_input"], first["observation"]) == ("hi", "echo: hi")
@@ -120,9 +120,7 @@ EDITS = {
 def test_an_edited_action_runs_with_the_persons_input(
     variant: str, shape: str, run: Runner
 ) -> None:
-    graph, log = built(variant, action("echo", "risky"), answer("done"))
-    run(graph, {"question": "q"}, CONFIG)
-    out = run(graph, Command(resume=EDITS[shape]), CONFIG)
+    out, log, graph = decided(run, variant, "risky", EDITS[shape], "done")
     assert log.calls == [("echo", "safer")] and out["answer"] == "done"
     first = out["turns"][0]
     assert (first["action"], first["action_input"], first["observation"]) == (
@@ -177,9 +175,7 @@ RESPONSES = {
 def test_a_response_is_the_observation_and_nothing_runs(
     variant: str, shape: str, run: Runner
 ) -> None:
-    graph, log = built(variant, action("echo", "the answer"), answer("42"))
-    run(graph, {"question": "q"}, CONFIG)
-    out = run(graph, Command(resume=RESPONSES[shape]), CONFIG)
+    out, log, graph = decided(run, variant, "the answer", RESPONSES[shape], "42")
     assert log.calls == [] and out["answer"] == "42"
     first = out["turns"][0]
     assert (first["kind"], first["observation"], first["tool_latency_s"]) == (
@@ -211,9 +207,7 @@ def test_a_rejection_tells_the_model_the_action_was_refused(
     variant: str, shape: str, run: Runner
 ) -> None:
     value, observation = REJECTIONS[shape]
-    graph, log = built(variant, action("echo", "drop table"), answer("I will not, then."))
-    run(graph, {"question": "q"}, CONFIG)
-    out = run(graph, Command(resume=value), CONFIG)
+    out, log, graph = decided(run, variant, "drop table", value, "I will not, then.")
     assert log.calls == [] and out["status"] == "answered"
     first = out["turns"][0]
     assert first["observation"] == observation and first["approval"]["decision"] == "reject"
@@ -316,7 +310,14 @@ def test_the_setting_reads_every_form_and_refuses_a_tool_the_graph_lacks() -> No
     }
     for given, normalised in forms.items():
         assert setting.check(given if not isinstance(given, tuple) else list(given)) == normalised
-    for bad, error in ((3, TypeError), (["echo", 3], TypeError), ("none, echo", ValueError)):
+    bad_values = (
+        (3, TypeError),
+        (["echo", 3], TypeError),
+        ("none, echo", ValueError),
+        (["tool"] * 100_000, ValueError),  # bounded before it is read
+        ("x" * 1_000_000, ValueError),
+    )
+    for bad, error in bad_values:
         with pytest.raises(error):
             setting.check(bad)
     with pytest.raises(ValueError, match="approve names 'ehco'"):

@@ -6,109 +6,25 @@ from __future__ import annotations
 import argparse
 import os
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-from langgraph.types import Command
-from rich.markup import escape
-
 from reactgraph import build_graph
-from reactgraph.app import approving, interrupts
 from reactgraph.app import console as out
+from reactgraph.app import interrupts
 from reactgraph.app.engines import check_engine
-from reactgraph.app.hints import resume_hint, saved_hint
-from reactgraph.app.options import (
-    DB_FAULTS,
-    UsageError,
-    build_for,
-    held,
-    make_model,
-    run_settings,
-)
+from reactgraph.app.hints import saved_hint
+from reactgraph.app.live import start, stream_run
+from reactgraph.app.options import UsageError, build_for, held, make_model, run_settings
 from reactgraph.app.runner import Recipe
 from reactgraph.app.viewing import load_record, reader
-from reactgraph.graph import DURABILITY
-from reactgraph.nodes.providers import ModelCallError
 from reactgraph.nodes.status import AWAITING
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.storage.address import is_postgres
-from reactgraph.storage.database import (
-    DatabaseError,
-    RunRecord,
-    explain,
-    new_record,
-    open_db,
-)
-from reactgraph.storage.locks import Lease, ThreadBusy, lease_saver
+from reactgraph.storage.database import RunRecord, new_record, open_db
+from reactgraph.storage.locks import ThreadBusy, lease_saver
 from reactgraph.storage.pruning import prune_thread, vacuum
 from reactgraph.storage.status import ThreadDamaged, read_thread, thread_status
 from reactgraph.tools import default_tools
-
-
-def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[Any]:
-    """The run's stream of updates. The graph checks a new run's input when the stream is made,
-    before anything is stored: a question it refuses is the person's mistake."""
-    config = {"configurable": {"thread_id": thread}}
-    try:
-        return graph.stream(payload, config, stream_mode="updates", durability=DURABILITY)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-
-
-def stream_run(
-    graph: Any, updates: Iterator[Any] | None, record: RunRecord, db: str, lease: Lease
-) -> int:
-    """Print each turn of a started run live (``updates``; None for a thread that waits for
-    approval already); before an Action that needs approval, ask the person at the terminal
-    and go on with their decision, or leave the thread waiting when nobody answers. Spent
-    retries and a database fault leave it resumable and say how (Ctrl-C too:
-    ``reactgraph.app.interrupts``). A lost lock stops the run at its next write."""
-    config = {"configurable": {"thread_id": record.thread_id}}
-    while True:
-        if updates is not None:
-            failed = print_updates(updates, record, db, lease)
-            if failed is not None:
-                return failed
-        snapshot = graph.get_state(config)
-        if not snapshot.interrupts:
-            out.print_result(snapshot.values)
-            return 0 if snapshot.values.get("status") == "answered" else 1
-        request = snapshot.interrupts[0].value
-        decision = approving.decide(request, snapshot.values)
-        if decision is None:
-            action = approving.pending_action(request, snapshot.values)
-            out.console.print(
-                f"\nStatus: [{out.STATUS_STYLE[AWAITING]}]{AWAITING}[/] ({escape(action)}). "
-                f"Decide with:\n  {escape(resume_hint(record.thread_id, db))}"
-            )
-            return 1
-        updates = start(graph, Command(resume=decision), record.thread_id)
-
-
-def print_updates(updates: Iterator[Any], record: RunRecord, db: str, lease: Lease) -> int | None:
-    """Print the turns of a stream of updates as they come; the exit code when the stream
-    stopped on a fault (said in one line with how to go on), else None."""
-    hint = resume_hint(record.thread_id, db)
-    try:
-        for turn in out.turns_in(updates):
-            out.print_turn(turn)
-    except ModelCallError as error:
-        out.fail(f"{str(error).rstrip('.')}. The run is saved; resume it with: {hint}")
-        return 1
-    except (*DB_FAULTS, DatabaseError) as error:
-        text = str(error) if isinstance(error, DatabaseError) else explain(db, error)
-        # A server that went away keeps every step it stored; a damaged file may not.
-        after = f". The run is saved up to its last step; resume it with: {hint}"
-        if lease.lost():
-            # The writes go over the lock's connection: none could follow the lost lock.
-            after = (
-                f"; the lock on thread {record.thread_id} went with its connection, so the run "
-                "stopped before writing again (another process may have taken the thread over)"
-                f". The run is saved up to its last step; resume it with: {hint}"
-            )
-        out.fail(text + (after if is_postgres(db) else ""))
-        return 2
-    return None
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
