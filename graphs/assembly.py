@@ -2,8 +2,12 @@
 
     START -> start_run -> [once-per-run steps] -> [every-turn steps] -> call_model
           -> parse_reply -+-> END                        (final answer, stuck)
+                          +-> approve_action -> run_tool (approved, edited) | as a turn below
                           +-> run_tool | <action> -+-> first every-turn step, else call_model
                                                    +-> force_answer | stop_run -> END   (cap)
+
+``approve_action`` is reached only for an Action of a tool the run's ``approve`` setting names;
+a response or a refusal completes the turn there, as a tool's Observation would.
 
 A node with several possible next nodes returns ``Command(update, goto)``: its router runs in
 the same step, on the state as the node's update leaves it, which spares LangGraph a superstep
@@ -24,6 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import get_runtime
 from langgraph.types import Command
 
+from reactgraph.nodes.approval import approve_action, needs_approval, runs_tool
 from reactgraph.nodes.chat import chat_update
 from reactgraph.nodes.control import parse_reply, start_run, stop_run, turn_cap_reached
 from reactgraph.nodes.deps import Deps
@@ -104,16 +109,29 @@ def route_after_step(after: Mapping[str, Any], next_node: str) -> Literal["__end
 
 
 def route_after_parse_reply(
-    after: Mapping[str, Any], actions: frozenset[str]
-) -> Literal["run_tool", "__end__"] | str:
-    """End on a final answer or when stuck; a variant's own action goes to its node; anything
-    else (a tool call or an unreadable reply) completes the turn in run_tool."""
+    after: Mapping[str, Any], actions: frozenset[str], tools: frozenset[str], deps: Deps
+) -> Literal["run_tool", "approve_action", "__end__"] | str:
+    """End on a final answer or when stuck; a variant's own action goes to its node; a tool
+    the run's ``approve`` setting names waits for a person first; anything else (a tool call or
+    an unreadable reply) completes the turn in run_tool."""
     if after.get("status"):
         return END
     parsed = after["parsed"]
     if parsed["kind"] == "action" and parsed["action"] in actions:
         return str(parsed["action"])
+    if needs_approval(after, tools, deps.run_settings(after)):
+        return "approve_action"
     return "run_tool"
+
+
+def route_after_approve_action(
+    after: Mapping[str, Any], at_cap: str, loop: str, deps: Deps
+) -> Literal["run_tool", "force_answer", "stop_run"] | str:
+    """Approved or edited: the tool runs; answered or refused by the person: the turn is
+    complete, as after any other turn."""
+    if runs_tool(after):
+        return "run_tool"
+    return route_after_turn(after, at_cap, loop, deps)
 
 
 def route_after_turn(
@@ -158,11 +176,19 @@ def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
     builder.add_node("call_model", Node("call_model", call_model, deps))
     builder.add_edge("call_model", "parse_reply")
 
-    parse_route = partial(route_after_parse_reply, actions=actions)
+    parse_route = partial(
+        route_after_parse_reply, actions=actions, tools=frozenset(deps.tools), deps=deps
+    )
     builder.add_node(
         "parse_reply",
         Node("parse_reply", parse_reply, deps, parse_route),
-        destinations=("run_tool", *sorted(actions), END),
+        destinations=("run_tool", "approve_action", *sorted(actions), END),
+    )
+    approve_route = partial(route_after_approve_action, at_cap=variant.at_cap, loop=loop, deps=deps)
+    builder.add_node(
+        "approve_action",
+        Node("approve_action", approve_action, deps, approve_route),
+        destinations=("run_tool", loop, variant.at_cap),
     )
     turn_route = partial(route_after_turn, at_cap=variant.at_cap, loop=loop, deps=deps)
     for name, body in (("run_tool", run_tool), *((a.name, a.body) for a in variant.actions)):

@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from reactgraph.nodes.status import status_of
+from reactgraph.nodes.status import AWAITING, status_of
 
 if TYPE_CHECKING:
     from reactgraph.app.engines import Engine
@@ -44,14 +44,16 @@ def result_of(
     seconds: float,
     error: BaseException | None,
 ) -> BatchResult:
-    """A run's outcome from its final state (``out``), or from the error that stopped it."""
+    """A run's outcome from its final state (``out``), or from the error that stopped it; a
+    run stopped for a person's approval (``__interrupt__``) is ``awaiting_approval``."""
     turns = (out or {}).get("turns") or []
+    status = (out or {}).get("status") or (AWAITING if (out or {}).get("__interrupt__") else None)
     return BatchResult(
         index=index,
         question=question,
         thread_id=thread_id,
         answer=(out or {}).get("answer"),
-        status=(out or {}).get("status"),
+        status=status,
         turns=len(turns),
         prompt_tokens=sum(t["prompt_tokens"] for t in turns),
         completion_tokens=sum(t["completion_tokens"] for t in turns),
@@ -72,7 +74,8 @@ async def run_one(
         payload: dict[str, Any] | None = {"question": question}
         if graph.checkpointer:
             state = await graph.aget_state(config)
-            if status_of(state) == "interrupted" and state.values.get("question") == question:
+            stopped = status_of(state) in ("interrupted", AWAITING)
+            if stopped and state.values.get("question") == question:
                 payload = None
         out = await graph.ainvoke(payload, config)
     except Exception as error:

@@ -4,6 +4,7 @@ once, assembled and compiled."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -14,6 +15,7 @@ from langgraph.store.base import BaseStore
 from reactgraph.assembly import assemble
 from reactgraph.graph import ReactGraph, adopt
 from reactgraph.models import chat_model
+from reactgraph.nodes import approval
 from reactgraph.nodes.compaction import context_window_of
 from reactgraph.nodes.delta import bound_replay
 from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
@@ -79,8 +81,12 @@ def build_graph(
         store=store,
         model_factory=_openai_compatible,
     )
+    tools_named = partial(approval.check_names, tools=deps.tools)
+    tools_named(spec.settings_type.of(values).approve)
     every = {s.name: values.get(s.name) for s in spec.settings}
-    schema = context_schema(variant, spec.settings, every)
+    schema = context_schema(
+        variant, spec.settings, every, also=lambda run: tools_named(run.get("approve") or ())
+    )
     builder = assemble(spec, deps, schema)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=variant)
     return adopt(compiled)

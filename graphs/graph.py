@@ -12,7 +12,9 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
+from reactgraph.nodes.decisions import check_resume
 from reactgraph.nodes.questions import as_messages, content_parts, last_human, unread_note
 from reactgraph.nodes.storable import unstorable
 
@@ -39,10 +41,15 @@ def _human_question(messages: Any) -> str:
 
 
 def check_input(input: Any) -> None:
-    """A new run's input: a non-empty question, storable by every checkpointer. Resuming
-    (None) and LangGraph commands pass through."""
+    """A new run's input: a non-empty question, storable by every checkpointer; a resume
+    value (a person's decision, from any client) bounded and storable, before it is stored.
+    Resuming (None) and other LangGraph commands pass through."""
+    if isinstance(input, Command):
+        if input.resume is not None:
+            check_resume(input.resume)  # its shape is read by the node that asked
+        return
     if input is None or not isinstance(input, Mapping):
-        return  # None resumes; a Command or anything else is LangGraph's to judge
+        return  # None resumes; anything else is LangGraph's to judge
     question = input.get("question")
     if question is None and "messages" in input:
         question = _human_question(input["messages"])

@@ -14,12 +14,18 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from os import PathLike
 from typing import Any
 
 from reactgraph.nodes.run_settings import RunSettings
+
+MAX_NAMES = 256
+"""The most names a list setting holds (a run's context comes from whoever starts the run)."""
+MAX_NAME_CHARS = 200
+ALL, NONE = "all", "none"
+"""The two words a list of names may be instead: every one, or none."""
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,8 @@ class Setting:
 
     name: str
     kind: type
-    """``int``, ``float`` or ``str``; a float setting also takes an int."""
+    """``int``, ``float``, ``str``, or ``tuple`` for a list of names; a float setting also takes
+    an int, a list of names also a string (``"a"``, ``"a, b"``, ``"all"``, ``"none"``)."""
     default: Any
     description: str
     minimum: float | None = None
@@ -47,6 +54,22 @@ class Setting:
     """What a None default means, in words (for the README's table)."""
     changes_answers: bool = True
     """Whether a run under another value is another result (part of a result's identity)."""
+    metavar: str | None = None
+    """The value's name in ``--help`` (default: the kind's, ``INT``)."""
+
+    @property
+    def hint(self) -> Any:
+        """The type of its field in the context schema (and Studio's form)."""
+        kind = tuple[str, ...] if self.kind is tuple else self.kind
+        return (kind | None) if self.optional else kind
+
+    def shown(self) -> str:
+        """Its default in words: ``--help`` and the README's table show it."""
+        if self.default is None:
+            return self.unset
+        if isinstance(self.default, tuple):
+            return ", ".join(self.default) or NONE
+        return f"{self.default}"
 
     def but(self, **changes: Any) -> Setting:
         """This setting with another default (or other fields), for one variant."""
@@ -74,6 +97,8 @@ class Setting:
                 raise TypeError(f"{self.name} must be a string, got {type(value).__name__}")
             if not value.strip():
                 raise ValueError(f"{self.name} must not be empty")
+        elif self.kind is tuple:
+            return names(self.name, value)
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{self.name} must be >= {self.minimum:g}, got {value}")
         if self.above is not None and not value > self.above:
@@ -83,12 +108,42 @@ class Setting:
         return value
 
 
+def names(name: str, value: Any) -> tuple[str, ...]:
+    """A list of names, normalised: each name once, in order; ``("all",)`` for all, ``()`` for
+    none. Given as a list of strings or one string, either of which may separate names by
+    commas."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise TypeError(
+            f"{name} must be a name, names separated by commas, {ALL!r}, {NONE!r}, or a list of "
+            f"names; got {type(value).__name__}"
+        )
+    too_many = ValueError(
+        f"{name} takes at most {MAX_NAMES} names of at most {MAX_NAME_CHARS} characters"
+    )
+    if len(items) > MAX_NAMES or sum(map(len, items)) > MAX_NAMES * (MAX_NAME_CHARS + 1):
+        raise too_many  # bounded before it is read: a run's context is anyone's
+    found = dict.fromkeys(part.strip() for item in items for part in item.split(","))
+    found.pop("", None)
+    if len(found) > MAX_NAMES or any(len(part) > MAX_NAME_CHARS for part in found):
+        raise too_many
+    if NONE in found:
+        if len(found) > 1:
+            raise ValueError(f"{name}: {NONE!r} cannot be combined with names")
+        return ()
+    return (ALL,) if ALL in found else tuple(found)
+
+
 def _kind(hint: Any) -> tuple[type, bool]:
-    """A field's type as a setting's kind, and whether None is a value of it."""
+    """A field's type as a setting's kind (``tuple`` for a list of names), and whether None is
+    a value of it."""
+    optional = False
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         kinds = [k for k in typing.get_args(hint) if k is not type(None)]
-        return kinds[0], len(kinds) < len(typing.get_args(hint))
-    return hint, False
+        optional, hint = len(kinds) < len(typing.get_args(hint)), kinds[0]
+    if typing.get_origin(hint) is tuple:
+        return tuple, optional
+    return hint, optional
 
 
 def settings_of(kind: type[RunSettings], **defaults: Any) -> tuple[Setting, ...]:
@@ -144,17 +199,23 @@ class RunContext(dict[str, Any]):
         super().__init__({k: v for k, v in fields.items() if v is not None})
 
 
-def context_schema(variant: str, settings: Iterable[Setting], values: Mapping[str, Any]) -> type:
+def context_schema(
+    variant: str,
+    settings: Iterable[Setting],
+    values: Mapping[str, Any],
+    also: Callable[[Mapping[str, Any]], None] | None = None,
+) -> type:
     """The graph's context schema: one field per run setting, defaulting to the built value.
 
     Its constructor is the run-time check: LangGraph builds it from a dict context (Python or
-    Studio), so an unknown field or a bad value fails the run before it starts.
+    Studio), so an unknown field or a bad value fails the run before it starts. ``also`` checks
+    what one setting alone cannot (the names of the graph's own tools), on the run's values.
     """
     run_settings = [s for s in settings if s.per_run]
     fields = [
         (
             s.name,
-            (s.kind | None) if s.optional else s.kind,
+            s.hint,
             dataclasses.field(default=values[s.name], metadata={"description": s.description}),
         )
         for s in run_settings
@@ -167,6 +228,8 @@ def context_schema(variant: str, settings: Iterable[Setting], values: Mapping[st
         for setting in run_settings:
             value = checked[setting.name] if setting.name in chosen else values[setting.name]
             object.__setattr__(self, setting.name, value)
+        if also is not None:
+            also(vars(self))
 
     title = "".join(part.title() for part in variant.split("_")) + "Context"
     schema = dataclasses.make_dataclass(

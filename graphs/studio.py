@@ -6,6 +6,9 @@ They are compiled without a checkpointer: the server brings its own. The model c
 run's context can switch it (``model_name``, ``base_url``) along with the variant's settings.
 The tools are the bundled ones (unless ``REACTGRAPH_DEFAULT_TOOLS=0``) and those that
 ``REACTGRAPH_TOOLS`` names (``module:name`` or ``path/to/file.py:name``, separated by spaces).
+``REACTGRAPH_APPROVE`` names the tools whose Actions wait for a person's decision (the
+``approve`` setting: names separated by spaces or commas, or ``all``), for chat clients that
+have no context form (Agent Chat UI); a run's context can still change it.
 """
 
 from __future__ import annotations
@@ -34,5 +37,15 @@ def _tools() -> list[BaseTool]:
     return [*(default_tools() if bundled else []), *tools_from_env()]
 
 
+def approve() -> list[str]:
+    """The tools ``REACTGRAPH_APPROVE`` names (spaces or commas between them), or ``all``."""
+    return (os.environ.get("REACTGRAPH_APPROVE") or "").replace(",", " ").split()
+
+
 # `langgraph.json` names each graph as an attribute of this module.
-globals().update({name: build_graph(name, model=_model(), tools=_tools()) for name in VARIANTS})
+globals().update(
+    {
+        name: build_graph(name, model=_model(), tools=_tools(), approve=approve())
+        for name in VARIANTS
+    }
+)

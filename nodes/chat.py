@@ -41,28 +41,37 @@ def is_new_question(messages: Sequence[BaseMessage]) -> bool:
     return last.type == "human" and not (last.id or "").startswith(QUESTION_ID)
 
 
-def _tool_call(
-    reading: Mapping[str, Any], call_id: str, tools: Mapping[str, BaseTool]
-) -> dict[str, Any]:
-    """A turn's action (a turn record or the parse of its reply) as a tool call: a
-    multi-argument tool's JSON object, else the input under the tool's one argument (``input``
-    for the variant's own actions)."""
-    name = reading["action"] or INVALID
-    text = reading["action_input"] or ""
+def arg_names(name: str, tools: Mapping[str, BaseTool]) -> list[str]:
+    """The arguments the model fills for the action ``name`` (none for a name of no tool)."""
     tool = tools.get(name)
     try:
-        keys = list(visible_args(tool)) if tool is not None else []
+        return list(visible_args(tool)) if tool is not None else []
     except Uncallable:
-        keys = []
+        return []
+
+
+def tool_args(reading: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> dict[str, Any]:
+    """A turn's action input (a turn record or the parse of its reply) as a tool call's
+    arguments: a multi-argument tool's JSON object, else the input under the tool's one
+    argument (``input`` for the variant's own actions)."""
+    text = reading["action_input"] or ""
+    keys = arg_names(reading["action"] or INVALID, tools)
     if len(keys) > 1:
         try:
             value = json.loads(text)
         except ValueError:
             value = None
         if isinstance(value, dict):
-            return {"name": name, "args": value, "id": call_id, "type": "tool_call"}
-    key = keys[0] if len(keys) == 1 else "input"
-    return {"name": name, "args": {key: text}, "id": call_id, "type": "tool_call"}
+            return value
+    return {keys[0] if len(keys) == 1 else "input": text}
+
+
+def _tool_call(
+    reading: Mapping[str, Any], call_id: str, tools: Mapping[str, BaseTool]
+) -> dict[str, Any]:
+    """A turn's action as a tool call."""
+    name = reading["action"] or INVALID
+    return {"name": name, "args": tool_args(reading, tools), "id": call_id, "type": "tool_call"}
 
 
 def shown(text: str) -> str:
@@ -87,13 +96,20 @@ def reply_message(
 
 
 def tool_message(turn: Turn, base: str) -> ToolMessage:
-    """A completed turn's Observation, exactly as the model saw it."""
+    """A completed turn's Observation, exactly as the model saw it (an error when a person
+    refused the action, as LangChain's human-in-the-loop middleware marks it)."""
+    refused = turn.get("approval", {}).get("decision") == "reject"
     return ToolMessage(
         turn["observation"] or "",
         tool_call_id=f"call-{base}",
         name=turn["action"] or INVALID,
         id=f"{base}-tool",
+        status=_TOOL_STATUS[refused],
     )
+
+
+# A tool message's own status (LangChain's): not how a run ended.
+_TOOL_STATUS: dict[bool, Any] = {True: "error", False: "success"}
 
 
 def compaction_message(record: CompactionRecord, run: int) -> BaseMessage:

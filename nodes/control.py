@@ -54,6 +54,7 @@ def start_run(
         logger.warning("the question's %s went unread: only text is read", unread_note(unread))
     return {
         **fixed,
+        # A list of names (``approve``) as a list: what a checkpointer gives back.
         "settings": settings.as_dict(),
         "thread_id": str(thread_id),
         "run": (state.get("run") or 0) + 1,

@@ -159,3 +159,25 @@ CHAT_COMPACTION = (
 CHAT_NO_SUMMARY = "(no summary could be made; the oldest turns were dropped from view)"
 CHAT_UNREAD = "Note: this loop reads only text, so {blocks} in the question went unread."
 CHAT_EMPTY_REPLY = "(empty reply)"
+
+# A person's decision on an Action before it runs (the ``approve`` setting). The Observations
+# are what the model reads; the request is what a person reads in the chat client.
+ACTION_REJECTED = "A person refused this action, so it did not run."
+ACTION_REJECTED_WHY = "A person refused this action, so it did not run. Their reason: {reason}"
+OBSERVATION_EDITED = (
+    "Observation: (a person changed this action before it ran: it ran as {action})\n{text}"
+)
+APPROVAL_REQUEST = (
+    "The agent wants to run {action} (turn {turn}).\n\n"
+    "Approve it to run it as written; edit its input first; reject it with a reason, which the "
+    "agent reads; or respond in the tool's place: your text is what the agent reads as the "
+    "tool's result."
+)
+APPROVAL_AGAIN = "That answer could not be used: {problem} Please decide again.\n\n"
+DECIDED = {
+    "approve": "approved",
+    "edit": "edited",
+    "respond": "answered in the tool's place",
+    "reject": "refused",
+}
+"""A decision in words, for the logs, the console and ``show``."""

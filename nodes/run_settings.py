@@ -33,12 +33,14 @@ def knob(
     per_run: bool = True,
     unset: str = "none",
     changes_answers: bool = True,
+    metavar: str | None = None,
 ) -> Any:
     """A setting's field: its default, its description (``--help``, Studio, the README), its
     bounds, and where it may be set (``build``: a ``build_graph`` keyword; ``per_run``: a run's
     context); ``unset`` says in words what a None default means; ``changes_answers``: whether
     an answer made under another value is another result (an eval's or a batch's results are
-    reused only for the same values). Its type is the annotation."""
+    reused only for the same values); ``metavar``: the value's name in ``--help``. Its type is the
+    annotation (``tuple[str, ...]``: a list of names)."""
     metadata = {
         "description": description,
         "minimum": minimum,
@@ -48,6 +50,7 @@ def knob(
         "per_run": per_run,
         "unset": unset,
         "changes_answers": changes_answers,
+        "metavar": metavar,
     }
     return dataclasses.field(default=default, metadata={"setting": metadata})
 
@@ -95,6 +98,12 @@ class RunSettings:
         minimum=1,
         unset="no cap",
     )
+    approve: tuple[str, ...] = knob(
+        (),
+        "Tools whose Actions wait for a person to approve, edit or reject them before they run: "
+        "tool names (a list, or separated by commas), all, or none.",
+        metavar="TOOL",
+    )
     model_name: str | None = knob(
         None,
         "Model to call for this run (an OpenAI-compatible name); empty: the built model.",
@@ -113,11 +122,18 @@ class RunSettings:
         """The value from a mapping of checked settings; keys of other variants (or of an older
         version) are left out."""
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known})
+        # A list of names comes back from a checkpointer as a list.
+        given: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known
+        }
+        return cls(**given)
 
     def as_dict(self) -> dict[str, Any]:
-        """The settings as the state stores them."""
-        return dataclasses.asdict(self)
+        """The settings as the state stores them: a list of names (``approve``) as a list,
+        what a checkpointer gives back."""
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
+        }
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,6 +17,25 @@ from reactgraph.nodes.statuses import Status
 
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
 TokenSource = Literal["usage", "tiktoken", "estimate"]
+Decision = Literal["approve", "edit", "respond", "reject"]
+
+
+class Approval(TypedDict):
+    """A person's decision on an Action before it ran (the ``approve`` setting)."""
+
+    decision: Decision
+    """``approve``: it ran as the model wrote it; ``edit``: it ran with the person's input;
+    ``respond``: it did not run, and the person's text is its Observation; ``reject``: it did
+    not run, and its Observation says a person refused it (and why, when they said)."""
+    by: str
+    """Who decided: the LangGraph server's authenticated user, else the name the resume value
+    gives (the command line gives the terminal's user), else ``unnamed``."""
+    message: NotRequired[str]
+    """The person's text: ``respond``'s Observation, ``reject``'s reason."""
+    proposed_action: NotRequired[str]
+    """``edit``: the tool the model named (the turn's ``action`` is the one that ran)."""
+    proposed_input: NotRequired[str]
+    """``edit``: the input the model wrote (the turn's ``action_input`` is the one that ran)."""
 
 
 class ParsedReply(TypedDict):
@@ -34,6 +53,9 @@ class ParsedReply(TypedDict):
     """The Final Answer text of an ``answer`` reading, else None."""
     error: str | None
     """For an ``invalid`` reading: the corrective text the model gets as its Observation."""
+    approval: NotRequired[Approval]
+    """A person's decision on the action, once made (``approve_action``); an edit changes
+    ``action``/``action_input`` to what runs."""
 
 
 class ModelReply(TypedDict):
@@ -95,6 +117,9 @@ class Turn(TypedDict):
     artifact: NotRequired[Any]
     """The tool's artifact (``response_format="content_and_artifact"``), as plain JSON values;
     the Observation is its content. Absent when the tool gave none."""
+    approval: NotRequired[Approval]
+    """A person's decision on the action before it ran (the ``approve`` setting); absent when
+    none was asked for."""
 
 
 class CompactionRecord(TypedDict):

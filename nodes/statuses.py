@@ -2,8 +2,9 @@
 chat view says, how the console shows it and which colour the eval report plots it in.
 
 Adding a status: add its ``Ending`` below and its name to ``Status`` (a test checks the two
-agree), then set it from the node that ends the run that way. The state, the chat view, the
-console and the eval report all read it from here.
+agree), then set it from the node that ends the run that way (``awaiting_approval`` alone is
+never set: it is read from a thread stopped at an approval, ``reactgraph.nodes.status``). The
+state, the chat view, the console and the eval report all read it from here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Literal
 
 from reactgraph.nodes import prompts
 
-Status = Literal["answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"]
+Status = Literal[
+    "answered", "turn_limit", "stuck", "stopped_early", "context_exhausted", "awaiting_approval"
+]
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,19 @@ ENDINGS: dict[str, Ending] = {
             "#6a1b9a",
             prompts.CHAT_CONTEXT_EXHAUSTED,
         ),
+        # Not an end: a run stopped before an Action for a person's decision (the ``approve``
+        # setting) says so, where nobody is there to decide (a batch, an eval, ``threads``).
+        # Its state's ``status`` stays None: the run goes on once the person decides.
+        Ending(
+            "awaiting_approval",
+            "stopped before an Action, waiting for a person's decision",
+            "partial",
+            "#0277bd",
+            None,
+        ),
     )
 }
 STATUSES: tuple[Status, ...] = tuple(ENDINGS)  # type: ignore[arg-type]
 """Every status, in the order reports list them."""
+AWAITING: Status = "awaiting_approval"
+"""A run stopped before an Action for a person's decision (``reactgraph.nodes.status``)."""

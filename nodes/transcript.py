@@ -23,11 +23,24 @@ logger = logging.getLogger(__name__)
 # Messages are immutable values and a prompt is rebuilt every turn from the same turns: caching
 # them keeps a turn's cost independent of the transcript's length.
 @functools.lru_cache(maxsize=8192)
-def _turn_messages(text: str, observation: str | None) -> tuple[BaseMessage, ...]:
+def _turn_messages(
+    text: str, observation: str | None, edited: str | None = None
+) -> tuple[BaseMessage, ...]:
     reply = AIMessage(text or "(empty reply)")
     if observation is None:
         return (reply,)
+    if edited is not None:  # the model's own Action is not what ran: it is told what did
+        shown = prompts.OBSERVATION_EDITED.format(action=edited, text=observation)
+        return (reply, HumanMessage(shown))
     return (reply, HumanMessage(prompts.OBSERVATION.format(text=observation)))
+
+
+def _edited(turn: Turn) -> str | None:
+    """The Action that ran, when a person changed the model's before it ran."""
+    approval = turn.get("approval")
+    if approval is None or approval["decision"] != "edit":
+        return None
+    return f"{turn['action']}[{turn['action_input']}]"
 
 
 @functools.lru_cache(maxsize=256)
@@ -75,7 +88,7 @@ def render_prompt(
     if view.summary and summary is not None and state.get("compactions"):
         messages.append(_progress_message(summary))
     for turn in visible_turns(state, view, settings):
-        messages.extend(_turn_messages(turn["text"], turn["observation"]))
+        messages.extend(_turn_messages(turn["text"], turn["observation"], _edited(turn)))
     return messages
 
 
@@ -110,6 +123,8 @@ def new_turn(
         turn["cut"] = True
     if artifact is not None:
         turn["artifact"] = artifact
+    if parsed is not None and "approval" in parsed:
+        turn["approval"] = parsed["approval"]
     log_turn(turn)
     return turn
 
@@ -128,5 +143,15 @@ def log_turn(turn: Turn) -> None:
         turn["token_source"],
     )
     logger.info("turn %d reply:\n%s", turn["turn"], turn["text"])
+    approval = turn.get("approval")
+    if approval is not None:
+        logger.info(
+            "turn %d: %s[%s] %s by %s",
+            turn["turn"],
+            turn["action"],
+            turn["action_input"],
+            prompts.DECIDED[approval["decision"]],
+            approval["by"],
+        )
     if turn["observation"] is not None:
         logger.info("turn %d observation:\n%s", turn["turn"], turn["observation"])

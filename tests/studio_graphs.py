@@ -1,7 +1,9 @@
 """The graphs `langgraph dev` serves to the chat tests: every variant as ``graphs/studio.py``
 builds it, plus a ``slow`` tool that holds its Observation until the test lets it go (it waits
 for the file ``$REACTGRAPH_TEST_RELEASE/<input>`` to exist), so a test can look at the chat
-while a tool runs; and ``snapshots``, whose ``messages`` are copied in full every 3 updates."""
+while a tool runs, and a ``send`` tool whose every Action waits for a person's approval (a
+run's context may name others); and ``snapshots``, whose ``messages`` are copied in full every 3
+updates."""
 
 from __future__ import annotations
 
@@ -31,11 +33,16 @@ def slow(name: str) -> str:
     return f"released {name.strip()}"
 
 
+@tool
+def send(text: str) -> str:
+    """Send a message to the team."""
+    return f"sent {text}"
+
+
+TOOLS = [*search_tools(), calculator, slow, send]
 globals().update(
     {
-        name: build_graph(
-            name, model=_model(), tools=[*search_tools(), calculator, slow], tool_timeout=120
-        )
+        name: build_graph(name, model=_model(), tools=TOOLS, tool_timeout=120, approve=["send"])
         for name in VARIANTS
     }
 )

@@ -51,6 +51,12 @@ def responder(request: dict[str, Any]) -> str:
         if done == 0:
             return f"Thought: Keep a plan.\nAction: update_notes[{NOTES}]"
         return "Thought: The plan is saved.\nFinal Answer: noted"
+    if "Send " in question:  # the send tool waits for a person's decision
+        if done == 0:
+            text = question.split("Send ", 1)[1].split(" (", 1)[0]
+            return f"Thought: I will send it.\nAction: send[{text}]"
+        seen = str(request["messages"][-1]["content"]).removeprefix("Observation: ")
+        return f"Thought: Done.\nFinal Answer: {seen.splitlines()[-1]}"
     return seed_responder(request)
 
 
@@ -220,3 +226,61 @@ def test_agent_chat_ui_chats_with_every_variant(
     expect(page.get_by_text(last_answer)).to_be_visible()
     expect(page.get_by_text("Unable to connect")).to_have_count(0)
     shot(page, f"{variant}-regenerated")
+
+
+def decide(page: Any, question: str, text: str) -> None:
+    """Ask for a send, and wait for Agent Chat UI's approval card for it."""
+    from playwright.sync_api import expect
+
+    ask(page, question)
+    expect(page.get_by_text("Edit/Approve")).to_be_visible()
+    expect(page.locator("p.text-2xl", has_text="send")).to_be_visible()
+    expect(page.locator("textarea:not([placeholder])")).to_have_value(text)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_agent_chat_ui_approves_edits_and_rejects_an_action(
+    stack: dict[str, Any], page: Any, variant: str
+) -> None:
+    from playwright.sync_api import expect
+
+    api = stack["api"]
+
+    def send_turn() -> dict[str, Any]:
+        """The last run's send, as the server keeps it (each run's turns are its own)."""
+        (turn,) = [t for t in thread_state(api, page)["turns"] if t["action"] == "send"]
+        return turn
+
+    page.goto(f"{stack['ui']}/?assistantId={variant}&chatHistoryOpen=true")
+    # Approve: the Action runs as the model wrote it.
+    decide(page, f"Send hello ({variant})", "hello")
+    expect(page.get_by_text("Action: send[hello]")).to_be_visible()
+    shot(page, f"{variant}-approval-asked")
+    page.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.get_by_text("Final Answer: sent hello")).to_be_visible()
+    expect(page.get_by_text("Edit/Approve")).to_have_count(0)
+    turn = send_turn()
+    assert (turn["approval"]["decision"], turn["observation"]) == ("approve", "sent hello")
+    # Edit: it runs with the person's input.
+    decide(page, f"Send draft ({variant})", "draft")
+    page.locator("textarea:not([placeholder])").fill("final text")
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.get_by_text("Final Answer: sent final text")).to_be_visible()
+    turn = send_turn()
+    assert (turn["approval"]["decision"], turn["approval"]["proposed_input"]) == ("edit", "draft")
+    assert (turn["action_input"], turn["observation"]) == ("final text", "sent final text")
+    # Reject, with a reason: nothing runs, and the agent reads why.
+    decide(page, f"Send spam ({variant})", "spam")
+    page.get_by_placeholder("Share feedback with the agent...").fill("not to everyone")
+    page.get_by_role("button", name="Submit rejection").click()
+    expect(page.get_by_text("Final Answer: A person refused this action")).to_be_visible()
+    shot(page, f"{variant}-approval-decided")
+    turn = send_turn()
+    assert (turn["approval"]["decision"], turn["approval"]["message"]) == (
+        "reject",
+        "not to everyone",
+    )
+    # Every exchange stays on screen, and nothing failed.
+    for line in ("Final Answer: sent hello", "Final Answer: sent final text"):
+        expect(page.get_by_text(line)).to_be_visible()
+    assert not page.get_by_text("Error").count()

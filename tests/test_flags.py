@@ -139,3 +139,26 @@ def test_cli_only_options_travel_apart_from_the_settings() -> None:
     assert record.settings == {"max_turns": 3}
     assert RunOptions.of(record.options) == options
     assert RunOptions.of({**options.as_dict(), "from_a_newer_version": 1}) == options
+
+
+@pytest.mark.parametrize("name", RUNNING_COMMANDS)
+def test_the_approve_flag_takes_tool_names_given_once_or_more(name: str) -> None:
+    parser = command(name)
+    needed = {"ask": ["q"], "batch": ["q.jsonl", "--out", "r.jsonl"], "eval": []}[name]
+    approve = action(parser, "--approve")
+    assert approve.metavar == "TOOL" and "repeatable" in approve.help
+    for given, chosen in (
+        (["--approve", "search"], ("search",)),
+        (
+            ["--approve", "search", "--approve", "calculator, lookup"],
+            ("search", "calculator", "lookup"),
+        ),
+        (["--approve", "all"], ("all",)),
+        (["--approve", "none"], ()),
+    ):
+        args = parser.parse_args([*needed, *given])
+        assert settings_from(args, ["transcript"])["approve"] == chosen, given
+    assert "approve" not in settings_from(parser.parse_args(needed), ["transcript"])
+    args = parser.parse_args([*needed, "--approve", "none", "--approve", "search"])
+    with pytest.raises(UsageError, match="--approve: 'none' cannot be combined with names"):
+        settings_from(args, ["transcript"])

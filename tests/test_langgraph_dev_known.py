@@ -1,15 +1,25 @@
-"""A known problem of `langgraph dev`, pinned: after a thread with checkpoints is deleted, the
-in-memory runtime (``langgraph_runtime_inmem``) replaces its persisted checkpoint ``writes``
-with a plain dict, so later writes are no longer saved to disk. After a restart, a later
-thread's delta-channel state (``turns``, ``messages``) comes back empty. When this test fails,
-upstream fixed it: drop the README's warning and this test."""
+"""Known problems of `langgraph dev`, pinned. When one of these tests fails, upstream fixed it:
+drop the README's warning and the test.
+
+- After a thread with checkpoints is deleted, the in-memory runtime (``langgraph_runtime_inmem``)
+  replaces its persisted checkpoint ``writes`` with a plain dict, so later writes are no longer
+  saved to disk. After a restart, a later thread's delta-channel state (``turns``, ``messages``)
+  comes back empty.
+- Its periodic writes to ``.langgraph_api/`` (every 10 s) leave the checkpoints out: only a
+  graceful stop saves them, and after a SIGKILL every thread comes back without its state (a
+  thread waiting for approval included) though the threads themselves are listed."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import tests.langgraph_dev as dev
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.langgraph_dev import LANGGRAPH, langgraph_dev
 
@@ -44,4 +54,41 @@ def test_a_thread_delete_stops_the_dev_server_saving_checkpoint_writes(
     assert not after_delete.get("messages") and not after_delete.get("turns"), (
         "langgraph dev now keeps checkpoint writes after a thread delete: "
         "remove the README's warning and this test"
+    )
+
+
+def flushed(folder: Path, since: float) -> bool:
+    """Whether `langgraph dev` has written every one of its files since ``since``."""
+    files = list((folder / ".langgraph_api").glob("*.pckl"))
+    return bool(files) and all(f.stat().st_mtime > since for f in files)
+
+
+def test_a_sigkill_of_the_dev_server_loses_the_checkpoints_its_writes_to_disk_left_out(
+    tmp_path: Path, openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not LANGGRAPH.exists():
+        pytest.skip("langgraph-cli is not installed")
+    from langgraph_sdk import get_sync_client
+
+    def kill(server: Any) -> None:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(60)
+
+    openai_server.responder = seed_responder
+    with monkeypatch.context() as patched:
+        patched.setattr(dev, "stop", kill)
+        with langgraph_dev(tmp_path) as url:
+            thread = ask(get_sync_client(url=url), openai_server)
+            written = time.time()
+            deadline = written + 300
+            while not flushed(tmp_path, written):  # its next periodic write, after the run
+                assert time.time() < deadline, "langgraph dev never wrote its files"
+                time.sleep(0.5)
+    with langgraph_dev(tmp_path) as url:
+        client = get_sync_client(url=url)
+        client.threads.get(thread)  # the thread is still listed
+        after_kill = client.threads.get_state(thread)["values"]
+    assert not after_kill, (
+        "langgraph dev now keeps checkpoints through a SIGKILL: remove the README's warning "
+        "and this test"
     )

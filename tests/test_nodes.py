@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from reactgraph.assembly import after, route_after_parse_reply, route_after_step, route_after_turn
+from reactgraph.assembly import (
+    after,
+    route_after_approve_action,
+    route_after_parse_reply,
+    route_after_step,
+    route_after_turn,
+)
 from reactgraph.nodes.control import parse_reply, repeats, start_run, turn_cap_reached
 from reactgraph.nodes.deps import make_deps
 from reactgraph.nodes.effects import adrive, drive
@@ -181,12 +187,30 @@ def test_run_tool_turns_an_invalid_reply_into_its_correction(deps) -> None:
 
 
 def test_routers_read_the_state_after_the_node(deps) -> None:
-    actions = frozenset({"update_notes"})
-    assert route_after_parse_reply(state(status="answered"), actions) == "__end__"
+    actions, tools = frozenset({"update_notes"}), frozenset({"echo", "other"})
+    assert route_after_parse_reply(state(status="answered"), actions, tools, deps) == "__end__"
     parsed = parsed_action("echo", "x")
-    assert route_after_parse_reply(state(status=None, parsed=parsed), actions) == "run_tool"
+    assert (
+        route_after_parse_reply(state(status=None, parsed=parsed), actions, tools, deps)
+        == "run_tool"
+    )
     notes = parsed_action("update_notes", "x")
-    assert route_after_parse_reply(state(parsed=notes), actions) == "update_notes"
+    assert route_after_parse_reply(state(parsed=notes), actions, tools, deps) == "update_notes"
+    # A tool the run's approve setting names waits for a person; the others, and the
+    # variant's own actions, do not.
+    for names, to in ((("echo",), "approve_action"), (("all",), "approve_action")):
+        approving = state(parsed=parsed, settings={**SETTINGS, "approve": names})
+        assert route_after_parse_reply(approving, actions, tools, deps) == to
+    for names in ((), ("other",)):
+        approving = state(parsed=parsed, settings={**SETTINGS, "approve": names})
+        assert route_after_parse_reply(approving, actions, tools, deps) == "run_tool"
+    everything = state(parsed=notes, settings={**SETTINGS, "approve": ("all",)})
+    assert route_after_parse_reply(everything, actions, tools, deps) == "update_notes"
+    for decision, to in (("approve", "run_tool"), ("edit", "run_tool"), ("reject", "call_model")):
+        decided = {**parsed, "approval": {"decision": decision, "by": "p"}}
+        assert (
+            route_after_approve_action(state(parsed=decided), "stop_run", "call_model", deps) == to
+        )
     nine = state(turns=[turn(i) for i in range(1, 10)], settings={**SETTINGS, "max_turns": 10})
     assert route_after_turn(nine, "force_answer", "call_model", deps) == "call_model"
     ten = after(nine, {"turns": [turn(10)]})

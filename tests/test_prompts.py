@@ -41,6 +41,8 @@ FIELDS = {
     "tokens": 64,
     "expects": "thing: Opaque",
     "why": "no JSON schema",
+    "action": "search[Eiffel Tower]",
+    "reason": "not that one",
 }
 TEMPLATES = {
     name: value

@@ -65,9 +65,17 @@ def check_real_models(names: dict[str, Any]) -> None:
     assert names["graph"].name == "transcript"
 
 
+def check_approvals(names: dict[str, Any]) -> None:
+    (asked,) = names["request"]["action_requests"]
+    assert (asked["name"], asked["args"]) == ("calculator", {"expression": "1937-1889"})
+    assert names["out"]["answer"] == "48"
+    assert names["out"]["turns"][2]["approval"] == {"decision": "approve", "by": "ada"}
+
+
 CHECKS = {
     "A short example": check_a_short_example,
     "Use it from Python": check_use_it_from_python,
+    "A person approves each Action (human in the loop)": check_approvals,
     "Checkpoints and resuming": check_checkpoints,
     "MCP tools": check_mcp,
     "Real models": check_real_models,

@@ -109,6 +109,8 @@ PROBES: dict[str, Probe] = {
         lambda: [Flaky()] * 3,
     ),
     "max_completion_tokens": Probe({}, {"max_completion_tokens": 64}, lambda r: r["_model"].caps),
+    # The run stops before the echo, for a person's decision.
+    "approve": Probe({}, {"approve": ["echo"]}, lambda r: (r.get("status"), "__interrupt__" in r)),
     "model_name": Probe(
         {},
         {"model_name": "other-model"},

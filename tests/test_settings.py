@@ -123,6 +123,7 @@ def test_default_caps_and_statuses_of_each_variant() -> None:
         "stopped_early",
         "stuck",
         "context_exhausted",
+        "awaiting_approval",
     }
 
 

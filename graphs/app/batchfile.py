@@ -25,6 +25,7 @@ from reactgraph.app.pool import Job
 from reactgraph.app.questions import line_id, question_lines, question_text
 from reactgraph.app.results import Results, digest, keyed_by
 from reactgraph.app.runner import Recipe, open_runner
+from reactgraph.nodes.statuses import AWAITING
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 
@@ -149,6 +150,14 @@ def run_file(
         outcomes = run.all(todo, total, workers, concurrency, engine, address)
     finally:
         results.close()
+    if run.waiting:
+        first = run.waiting[0]
+        out.console.print(
+            f"{len(run.waiting)} question(s) wait for a person's approval (status "
+            f"{AWAITING}; their thread_id is in {out_path}); decide on each with "
+            f"`reactgraph resume THREAD --db {recipe.db}` (the first: {first}), then run the "
+            "same command again to write their results"
+        )
     errors = run.errors
     if errors:  # exit 1 says a run failed: this says which, and why
         more = f' (the first of {len(errors)}: see their "error" in {out_path})'
@@ -185,6 +194,8 @@ class _Run:
     """The ``Recipe.config`` its runs answer under."""
     errors: list[str] = field(default_factory=list)
     """The first line of each failed run's error, for the one line that says why."""
+    waiting: list[str] = field(default_factory=list)
+    """The threads of the runs that stopped for a person's approval."""
 
     def all(
         self,
@@ -233,6 +244,8 @@ class _Run:
             **question.line(self.config),
             **{k: v for k, v in result.items() if k not in ("index", "question")},
         }
+        if result.get("status") == AWAITING:
+            self.waiting.append(result["thread_id"])
         if not self.results.record(line):
             return "done"
         if error:

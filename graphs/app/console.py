@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reactgraph.nodes.notes import UPDATE_NOTES
-from reactgraph.nodes.prompts import NOTES_ELIDED
+from reactgraph.nodes.prompts import DECIDED, NOTES_ELIDED
 from reactgraph.nodes.statuses import ENDINGS
 from reactgraph.storage.database import RecordDamaged, RunRecord
 
@@ -78,6 +78,9 @@ def turn_text(turn: dict[str, Any]) -> Text:
     title = f"── turn {turn['turn']} ({turn['kind']}) "
     text = Text(title + "─" * max(3, console.width - len(title)) + "\n", style="dim")
     text.append(shown_text(turn) + "\n")
+    approval = turn.get("approval")
+    if approval is not None:
+        text.append(approval_text(turn, approval) + "\n", style="yellow")
     if turn["observation"] is not None:
         text.append("Observation:", style="cyan")
         text.append(f" {turn['observation']}\n")
@@ -92,6 +95,19 @@ def turn_text(turn: dict[str, Any]) -> Text:
     return text
 
 
+def approval_text(turn: dict[str, Any], approval: dict[str, Any]) -> str:
+    """A person's decision on the turn's Action, in one line."""
+    line = f"{DECIDED[approval['decision']].capitalize()} by {approval['by']}"
+    if approval["decision"] == "edit":
+        line += (
+            f": ran {turn['action']}[{turn['action_input']}] instead of "
+            f"{approval.get('proposed_action')}[{approval.get('proposed_input')}]"
+        )
+    elif approval["decision"] == "reject" and approval.get("message"):
+        line += f": {approval['message']}"
+    return one_line(line)
+
+
 def print_turn(turn: dict[str, Any]) -> None:
     """One turn, as it happens."""
     console.print(turn_text(turn))
@@ -101,7 +117,9 @@ def turns_in(updates: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The turn records in a stream of ``stream_mode="updates"`` chunks, as they arrive."""
     for update in updates:
         for change in update.values():
-            turns = (change or {}).get("turns")
+            if not isinstance(change, dict):
+                continue  # the run stopped for approval: {"__interrupt__": (Interrupt, ...)}
+            turns = change.get("turns")
             # start_run's reset of the transcript arrives as an Overwrite, not a list.
             yield from turns if isinstance(turns, list) else []
 

@@ -87,23 +87,24 @@ NONE = _None()
 
 def _parse(setting: Setting) -> Callable[[str], Any]:
     """An argparse type: the text as the setting's kind, checked by the setting itself."""
-    words = {int: "a whole number", float: "a number", str: "a string"}
+    words = {int: "a whole number", float: "a number", str: "a string", tuple: "names"}
 
     def parse(text: str) -> Any:
         if setting.optional and text.strip().lower() == "none":
             return NONE  # given as none: no value, unlike a flag not given
         try:
-            value = setting.kind(text)
+            value = text if setting.kind is tuple else setting.kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not {words.get(setting.kind, setting.kind.__name__)}"
             ) from None
         try:
-            return setting.check(value)
+            checked = setting.check(value)
         except (TypeError, ValueError) as error:
             # argparse names the flag: "argument --max-turns: must be >= 1, got 0".
             message = str(error).removeprefix(f"{setting.name} ")
             raise argparse.ArgumentTypeError(message) from None
+        return text if setting.kind is tuple else checked  # the flag's texts join later
 
     parse.__name__ = setting.kind.__name__  # argparse names the type in its messages
     return parse
@@ -111,7 +112,7 @@ def _parse(setting: Setting) -> Callable[[str], Any]:
 
 def shown(setting: Setting) -> str:
     """A setting's default as ``--help`` shows it."""
-    return setting.unset if setting.default is None else f"{setting.default}"
+    return setting.shown()
 
 
 def help_text(takers: Mapping[str, Setting]) -> str:
@@ -126,20 +127,24 @@ def help_text(takers: Mapping[str, Setting]) -> str:
     else:
         default = "default: " + ", ".join(f"{d} ({', '.join(v)})" for d, v in groups.items())
     only = "" if len(takers) == len(REGISTRY) else f"; only {', '.join(takers)}"
-    return f"{first.description} ({default}{only})".replace("%", "%%")
+    again = "; repeatable" if first.kind is tuple else ""
+    return f"{first.description} ({default}{only}{again})".replace("%", "%%")
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per build-time setting of any variant, in a group of their own."""
+    """One flag per build-time setting of any variant, in a group of their own; a list of
+    names is one flag that may be given again (``--approve search --approve calculator``)."""
     group = parser.add_argument_group("settings (unset: the variant's own default)")
     for name, takers in flag_settings().items():
         first = next(iter(takers.values()))
+        metavar = first.metavar or first.kind.__name__.upper()
         group.add_argument(
             flag(name),
             dest=name,
             type=_parse(first),
             default=None,
-            metavar=first.kind.__name__.upper() + ("|none" if first.optional else ""),
+            action="append" if first.kind is tuple else "store",
+            metavar=metavar + ("|none" if first.optional else ""),
             help=help_text(takers),
         )
 
@@ -154,7 +159,13 @@ def settings_from(args: argparse.Namespace, variants: Iterable[str]) -> dict[str
         for name in declared
         if getattr(args, name, None) is not None
     }
-    for name in given:
+    for name, value in given.items():
+        first = next(iter(declared[name].values()))
+        if first.kind is tuple:  # the flag's texts, given once or more, as one list
+            try:
+                given[name] = first.check(value)
+            except ValueError as error:
+                raise UsageError(f"{flag(name)}: {error}".replace(f": {name}: ", ": ")) from None
         if not any(variant in declared[name] for variant in chosen):
             raise UsageError(
                 f"{flag(name)} does not apply to the {', '.join(chosen)} variant(s); "

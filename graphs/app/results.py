@@ -19,6 +19,7 @@ from typing import Any
 
 from reactgraph.app import console as out
 from reactgraph.app.jsonl import BadLine, id_text, read_jsonl_stream
+from reactgraph.nodes.statuses import AWAITING
 
 
 def digest(value: Any) -> str:
@@ -67,6 +68,9 @@ class Results:
         self.finished: set[str] = set()
         """The keys with a finished line, whatever the input it answered (``done`` has only
         those of the same input): a key here but not in ``done`` was answered otherwise."""
+        self.waiting: set[str] = set()
+        """The identities whose run stopped for a person's approval (and has no finished line
+        yet): run again, a line is written only once it has moved on."""
 
     def close(self) -> None:
         os.close(self._fd)
@@ -90,24 +94,29 @@ class Results:
                 elif value.get("status") and not value.get("error"):
                     key = self.identity(value)
                     if key is not None:
-                        self.done.add(key)
-                        self.finished.add(str(_key(value)))
+                        if value["status"] == AWAITING:
+                            self.waiting.add(key)
+                        else:
+                            self.done.add(key)
+                            self.finished.add(str(_key(value)))
                 position = stream.tell()
         self._offset = position
 
     def record(self, line: dict[str, Any]) -> bool:
         """Append a result line (with its ``key``) unless a finished result with its identity
-        is there already (written by another process on this file); whether it was appended.
-        Holds the file's lock while it reads and writes."""
+        is there already (written by another process on this file), or the line says it still
+        waits for approval as one there does; whether it was appended. Holds the file's lock
+        while it reads and writes. A finished line after a waiting one is the one that counts."""
         identity = self.identity(line)
+        waits = line.get("status") == AWAITING
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             self.refresh()
-            if identity in self.done:
+            if identity in self.done or (waits and identity in self.waiting):
                 return False
             self.append(line)
             if line.get("error") is None and identity is not None:
-                self.done.add(identity)
+                (self.waiting if waits else self.done).add(identity)
             return True
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)

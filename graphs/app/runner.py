@@ -21,6 +21,7 @@ from reactgraph.app.flags import RunOptions
 from reactgraph.app.pool import Job, Runner
 from reactgraph.batch import result_of
 from reactgraph.models import chat_model
+from reactgraph.nodes.status import AWAITING
 from reactgraph.storage.database import RunRecord, aopen_db, new_record
 from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, athread_lock
 from reactgraph.storage.pruning import prune_thread
@@ -178,15 +179,19 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
 async def _run_held(
     recipe: Recipe, graph: Any, store: Any, job: Job, config: dict[str, Any]
 ) -> dict[str, Any]:
-    """Run (or resume, or just read) one question's thread while holding its lock."""
+    """Run (or resume, or just read) one question's thread while holding its lock. A batch
+    never waits on a person: a run that stops for an approval comes back as it stands
+    (``awaiting_approval``), and one still waiting is only read."""
     status, values = await aread_thread(graph, job.thread_id)
-    if status == "interrupted":
+    if status == AWAITING:
+        values = {**values, "__interrupt__": True}
+    elif status == "interrupted":
         values = await graph.ainvoke(None, config)  # a killed worker left it half done
     elif status == "unknown":
         variant = (job.extra or {}).get("variant", recipe.variant)
         record = dataclasses.replace(recipe, variant=variant).record(job.thread_id, job.question)
         await asyncio.to_thread(record.save, store)
         values = await graph.ainvoke({"question": job.question}, config)
-    if recipe.prune:
+    if recipe.prune and not values.get("__interrupt__"):  # a waiting run keeps its step
         await asyncio.to_thread(prune_thread, graph, recipe.db, job.thread_id)
     return values

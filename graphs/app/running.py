@@ -6,77 +6,24 @@ from __future__ import annotations
 import argparse
 import os
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 from reactgraph import build_graph
 from reactgraph.app import console as out
 from reactgraph.app import interrupts
 from reactgraph.app.engines import check_engine
-from reactgraph.app.hints import resume_hint, saved_hint
-from reactgraph.app.options import (
-    DB_STOPS,
-    UsageError,
-    build_for,
-    held,
-    make_model,
-    run_settings,
-)
+from reactgraph.app.hints import saved_hint
+from reactgraph.app.live import start, stream_run
+from reactgraph.app.options import UsageError, build_for, held, make_model, run_settings
 from reactgraph.app.runner import Recipe
 from reactgraph.app.viewing import load_record
-from reactgraph.graph import DURABILITY
-from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.status import AWAITING
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.storage.backends import database_backend
-from reactgraph.storage.database import (
-    DatabaseError,
-    RunRecord,
-    explain,
-    new_record,
-    open_db,
-)
-from reactgraph.storage.locks import Lease, lease_saver
+from reactgraph.storage.database import RunRecord, new_record, open_db
+from reactgraph.storage.locks import lease_saver
 from reactgraph.storage.status import read_thread
 from reactgraph.tools import default_tools
-
-
-def start(graph: Any, payload: dict[str, Any] | None, thread: str) -> Iterator[Any]:
-    """The run's stream of updates. The graph checks a new run's input when the stream is made,
-    before anything is stored: a question it refuses is the person's mistake."""
-    config = {"configurable": {"thread_id": thread}}
-    try:
-        return graph.stream(payload, config, stream_mode="updates", durability=DURABILITY)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-
-
-def stream_run(graph: Any, updates: Iterator[Any], record: RunRecord, db: str, lease: Lease) -> int:
-    """Print each turn of a started run live; spent retries and a database fault leave it
-    resumable and say how (Ctrl-C too: ``reactgraph.app.interrupts``). A lost lock stops the
-    run at its next write."""
-    hint = resume_hint(record.thread_id, db)
-    try:
-        for turn in out.turns_in(updates):
-            out.print_turn(turn)
-    except ModelCallError as error:
-        out.fail(f"{str(error).rstrip('.')}. The run is saved; resume it with: {hint}")
-        return 1
-    except DB_STOPS as error:
-        text = str(error) if isinstance(error, DatabaseError) else explain(db, error)
-        # A server that went away keeps every step it stored; a damaged file may not.
-        after = f". The run is saved up to its last step; resume it with: {hint}"
-        if lease.lost():
-            # The writes go over the lock's connection: none could follow the lost lock.
-            after = (
-                f"; the lock on thread {record.thread_id} went with its connection, so the run "
-                "stopped before writing again (another process may have taken the thread over)"
-                f". The run is saved up to its last step; resume it with: {hint}"
-            )
-        out.fail(text + (after if database_backend(db).keeps_steps else ""))
-        return 2
-    values = graph.get_state({"configurable": {"thread_id": record.thread_id}}).values
-    out.print_result(values)
-    return 0 if values.get("status") == "answered" else 1
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -131,9 +78,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if (name, url) != (record.model, record.base_url):
             record = record.moved_to(name, url)
             record.save(store)
-        # A run killed before its first checkpoint has nothing to resume: start it again.
+        # A run killed before its first checkpoint has nothing to resume: start it again; one
+        # waiting for approval asks again.
         payload = {"question": record.question} if status == "unknown" else None
-        updates = start(graph, payload, record.thread_id)
+        updates = None if status == AWAITING else start(graph, payload, record.thread_id)
         out.console.print(f"[dim]resuming thread {record.thread_id} ({name})[/dim]")
         return stream_run(graph, updates, record, args.db, lease)
 

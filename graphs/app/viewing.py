@@ -7,10 +7,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from reactgraph import build_graph
 from reactgraph.app import console as out
+from reactgraph.app.approving import pending_action
 from reactgraph.app.flags import UsageError
+from reactgraph.app.hints import resume_hint
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
+from reactgraph.nodes.status import AWAITING
 from reactgraph.scripted import ScriptedChatModel
 from reactgraph.storage.database import RECORDS_PAGE, NoDatabase, RunRecord, open_db
 from reactgraph.storage.records import RecordDamaged
@@ -53,6 +58,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         graph = reader(record.variant, saver)
         status, values = read_thread(graph, record.thread_id)
         out.print_run(record, _started(status), values)
+    if status == AWAITING:
+        turn = len(values.get("turns") or []) + 1
+        action = pending_action({}, values)
+        out.console.print(
+            f"Waiting for a person's decision on turn {turn}: {escape(action)}. Decide with:\n"
+            f"  {escape(resume_hint(record.thread_id, args.db))}"
+        )
     return 0
 
 

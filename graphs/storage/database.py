@@ -28,7 +28,7 @@ from reactgraph.storage.records import RecordDamaged as RecordDamaged
 from reactgraph.storage.records import RunRecord as RunRecord
 from reactgraph.storage.records import new_record as new_record
 
-ThreadStatus = Literal["unknown", "interrupted", "finished"]
+ThreadStatus = Literal["unknown", "interrupted", "awaiting_approval", "finished"]
 
 
 @contextlib.contextmanager

@@ -57,4 +57,4 @@ def settings_table() -> str:
 
 
 def _shown(setting: Any) -> str:
-    return f"({setting.unset})" if setting.default is None else f"`{setting.default}`"
+    return f"({setting.unset})" if setting.default is None else f"`{setting.shown()}`"

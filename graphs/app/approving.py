@@ -1,0 +1,80 @@
+"""Asking the person at the terminal about an Action that waits for approval (``ask --approve
+TOOL``, and ``resume`` of a thread that waits): y runs it as written, e runs it with the input
+they type, n refuses it with their reason, r answers in the tool's place. The answer is the
+resume value (LangChain's human-in-the-loop shape, with who decided: the terminal's user). When
+nobody answers (the input is closed), the thread keeps waiting."""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rich.markup import escape
+
+from reactgraph.app import console as out
+
+CHOICES = "[y]es, run it / [e]dit its input / [n]o, refuse it / [r]eply in its place: "
+_WORDS = {
+    "y": "approve",
+    "yes": "approve",
+    "e": "edit",
+    "edit": "edit",
+    "n": "reject",
+    "no": "reject",
+    "r": "respond",
+    "reply": "respond",
+}
+
+
+def who() -> str:
+    """The person at this terminal, as the turn record names them."""
+    try:
+        return f"{getpass.getuser()} (terminal)"
+    except (KeyError, OSError):  # no user name for this uid (a bare container)
+        return "the terminal"
+
+
+def pending_action(request: Mapping[str, Any], values: Mapping[str, Any]) -> str:
+    """The waiting Action as the model wrote it (``tool[input]``), from the thread's parse of
+    the reply, else from the request."""
+    parsed = values.get("parsed") or {}
+    asked = (request.get("action_requests") or [{}])[0]
+    name = parsed.get("action") or asked.get("name") or "?"
+    text = parsed.get("action_input")
+    if text is None:
+        text = ", ".join(f"{k}={v}" for k, v in (asked.get("args") or {}).items())
+    return f"{name}[{text}]"
+
+
+def decide(
+    request: Mapping[str, Any], values: Mapping[str, Any], read: Callable[[str], str] = input
+) -> dict[str, Any] | None:
+    """The person's decision on the waiting Action, as the value to resume with; None when
+    nobody answers (end of input)."""
+    turn = len(values.get("turns") or []) + 1
+    shown = pending_action(request, values)
+    out.console.print(f"[bold yellow]Approval needed[/] for turn {turn}: {escape(shown)}")
+    try:
+        while True:
+            choice = _WORDS.get(read(CHOICES).strip().lower())
+            if choice == "approve":
+                return _resume({"type": "approve"})
+            if choice == "edit":
+                name = (request.get("action_requests") or [{}])[0].get("name")
+                text = read("New input (as the tool takes it): ")
+                return _resume({"type": "edit", "edited_action": {"name": name, "args": text}})
+            if choice in ("reject", "respond"):
+                ask = "Reason (the agent reads it): " if choice == "reject" else "Your reply: "
+                message = read(ask).strip()
+                if choice == "respond" and not message:
+                    out.console.print("[dim]a reply needs some text[/dim]")
+                    continue
+                return _resume({"type": choice, **({"message": message} if message else {})})
+            out.console.print("[dim]answer y, e, n or r[/dim]")
+    except EOFError:
+        return None
+
+
+def _resume(decision: dict[str, Any]) -> dict[str, Any]:
+    return {"decisions": [decision], "by": who()}

@@ -1,0 +1,156 @@
+"""Approvals as chat clients make them, through the official ``langgraph_sdk`` client against
+`langgraph dev` (what Agent Chat UI and Studio do, without a browser): a run with the ``approve``
+setting in its context stops before the Action with the request Agent Chat UI renders; each
+decision, in LangChain's and the agent inbox's shapes, gives its Observation; a value that is no
+decision is asked about again; and the waiting thread outlives a restart of the server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reactgraph import VARIANTS
+from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.langgraph_dev import CHAT_GRAPHS, LANGGRAPH, langgraph_dev
+
+pytestmark = pytest.mark.slow
+
+QUESTION = {"type": "human", "content": "How many years apart?"}
+REFUSED = "A person refused this action, so it did not run. Their reason: no sums today"
+# Each decision, as Agent Chat UI sends it, and the Observation the model then reads.
+DECISIONS: dict[str, tuple[Any, str]] = {
+    "approve": ({"decisions": [{"type": "approve"}]}, "48"),
+    "edit": (
+        {
+            "decisions": [
+                {
+                    "type": "edit",
+                    "edited_action": {"name": "calculator", "args": {"expression": "2000-1889"}},
+                }
+            ]
+        },
+        "111",
+    ),
+    "respond": ({"decisions": [{"type": "respond", "message": "forty-eight"}]}, "forty-eight"),
+    "reject": ({"decisions": [{"type": "reject", "message": "no sums today"}]}, REFUSED),
+    # The agent inbox's HumanResponse (earlier Agent Chat UI versions).
+    "accept": ([{"type": "accept", "args": None}], "48"),
+    "inbox edit": (
+        [{"type": "edit", "args": {"action": "calculator", "args": {"expression": "1+1"}}}],
+        "2",
+    ),
+    "response": ([{"type": "response", "args": "it is 48"}], "it is 48"),
+    "ignore": ([{"type": "ignore", "args": None}], REFUSED.split(" Their")[0]),
+}
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer()
+    server.responder = seed_responder
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if not LANGGRAPH.exists():
+        pytest.skip("langgraph-cli is not installed")
+    from langgraph_sdk import get_sync_client
+
+    with langgraph_dev(tmp_path_factory.mktemp("approvals"), CHAT_GRAPHS) as url:
+        yield get_sync_client(url=url)
+
+
+def context(model: FakeOpenAIServer) -> dict[str, Any]:
+    return {"model_name": "gpt-4o-mini", "base_url": model.url, "approve": ["calculator"]}
+
+
+def waiting_thread(client: Any, variant: str, model: FakeOpenAIServer) -> str:
+    """A thread of ``variant`` stopped before its calculator, checked as a client sees it."""
+    thread = client.threads.create()["thread_id"]
+    values = client.runs.wait(
+        thread, variant, input={"messages": [QUESTION]}, context=context(model)
+    )
+    (pending,) = values["__interrupt__"]
+    (asked,) = pending["value"]["action_requests"]
+    assert (asked["name"], asked["args"]) == ("calculator", {"expression": "1937-1889"})
+    review = pending["value"]["review_configs"][0]
+    assert review["action_name"] == "calculator"
+    assert {"approve", "edit", "reject"} <= set(review["allowed_decisions"])
+    state = client.threads.get(thread)
+    assert state["status"] == "interrupted" and state["interrupts"]
+    # The chat view while it waits: two searches with their results, then the calculator's call.
+    messages = values["messages"]
+    assert [m["type"] for m in messages] == ["human", "ai", "tool", "ai", "tool", "ai"]
+    assert messages[-1]["tool_calls"][0]["args"] == {"expression": "1937-1889"}
+    assert [t["action"] for t in values["turns"]] == ["search", "search"]
+    return thread
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_each_decision_gives_its_observation(
+    client: Any, model: FakeOpenAIServer, variant: str
+) -> None:
+    for name in ("approve", "edit", "respond", "reject"):
+        value, observation = DECISIONS[name]
+        thread = waiting_thread(client, variant, model)
+        out = client.runs.wait(thread, variant, command={"resume": value})
+        assert "__interrupt__" not in out and out["answer"] == "48", (name, out.get("status"))
+        third = out["turns"][2]
+        assert third["observation"] == observation, name
+        assert third["approval"]["decision"] == name and third["approval"]["by"] == "unnamed"
+        tool = out["messages"][6]
+        assert (tool["type"], tool["content"]) == ("tool", observation), name
+        assert client.threads.get(thread)["status"] == "idle"
+
+
+def test_the_agent_inbox_shapes_and_a_value_that_is_no_decision(
+    client: Any, model: FakeOpenAIServer
+) -> None:
+    for name in ("accept", "inbox edit", "response", "ignore"):
+        value, observation = DECISIONS[name]
+        thread = waiting_thread(client, "transcript", model)
+        out = client.runs.wait(thread, "transcript", command={"resume": value})
+        assert out["turns"][2]["observation"] == observation, name
+    thread = waiting_thread(client, "transcript", model)
+    again = client.runs.wait(thread, "transcript", command={"resume": {"type": "launch"}})
+    (pending,) = again["__interrupt__"]
+    described = pending["value"]["action_requests"][0]["description"]
+    assert described.startswith("That answer could not be used")
+    assert client.threads.get(thread)["status"] == "interrupted"
+    # Too large for the server to store: the run fails, and the thread still waits.
+    huge = {"type": "respond", "message": "x" * 200_000}
+    run = client.runs.create(thread, "transcript", command={"resume": huge})
+    client.runs.join(thread, run["run_id"])
+    assert client.runs.get(thread, run["run_id"])["status"] == "error"
+    assert client.threads.get_state(thread)["next"] == ["approve_action"]
+    out = client.runs.wait(thread, "transcript", command={"resume": {"type": "approve"}})
+    assert out["turns"][2]["observation"] == "48" and out["answer"] == "48"
+
+
+def test_a_waiting_thread_outlives_a_restart_of_the_server(
+    model: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """Stopped as a person stops it (SIGTERM, Ctrl-C) and started again: the thread still
+    waits, and the decision goes on from there. (A SIGKILL of `langgraph dev` loses every
+    thread's checkpoints, approvals or not: ``tests/test_langgraph_dev_known.py``.)"""
+    if not LANGGRAPH.exists():
+        pytest.skip("langgraph-cli is not installed")
+    from langgraph_sdk import get_sync_client
+
+    with langgraph_dev(tmp_path, CHAT_GRAPHS) as url:
+        thread = waiting_thread(get_sync_client(url=url), "transcript", model)
+    calls = len(model.requests)
+    with langgraph_dev(tmp_path, CHAT_GRAPHS) as url:
+        client = get_sync_client(url=url)
+        assert client.threads.get(thread)["status"] == "interrupted"
+        (task,) = client.threads.get_state(thread)["tasks"]
+        assert task["name"] == "approve_action" and task["interrupts"]
+        value, _ = DECISIONS["edit"]
+        out = client.runs.wait(thread, "transcript", command={"resume": value})
+    assert out["turns"][2]["observation"] == "111" and out["answer"] == "48"
+    assert len(model.requests) == calls + 1  # only the answer's call: nothing ran twice
