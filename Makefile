@@ -94,7 +94,7 @@ endif
 	touch $(REAL_STAMP)
 
 test-real-model: $(REAL_STAMP)
-	REACTGRAPH_REAL_MODEL=1 $(PYTHON) -m pytest tests/test_real_model.py
+	REACTGRAPH_REAL_MODEL=1 $(PYTHON) -m pytest tests/test_real_model.py tests/test_real_model_tools.py
 
 bench-real-model: $(REAL_STAMP)
 	$(PYTHON) bench/real_model.py

@@ -8,14 +8,27 @@ import time
 from collections.abc import Callable
 
 from common import QUESTION, ToolCallingScript, echo, prebuilt_agent, react_replies, table, verdict
+from langchain_core.messages import AIMessage
 
 from reactgraph import build_graph
-from reactgraph.scripted import ScriptedChatModel
+from reactgraph.scripted import ScriptedChatModel, tool_call_reply
 
 
 def run_ours(turns: int, usage: bool = True) -> int:
     model = ScriptedChatModel(replies=react_replies(turns), report_usage=usage)
     graph = build_graph("transcript", model=model, tools=[echo], max_turns=turns + 1)
+    out = graph.invoke({"question": QUESTION})
+    assert out["status"] == "answered", out["status"]
+    return len(model.calls)
+
+
+def run_native(turns: int) -> int:
+    """The same script as native tool calls (``action_format="tool_calls"``)."""
+    calls = [tool_call_reply("echo", {"text": str(i)}, f"step {i}.", f"c{i}") for i in range(turns)]
+    model = ScriptedChatModel(replies=[*calls, AIMessage("done")], report_usage=True)
+    graph = build_graph(
+        "transcript", model=model, tools=[echo], max_turns=turns + 1, action_format="tool_calls"
+    )
     out = graph.invoke({"question": QUESTION})
     assert out["status"] == "answered", out["status"]
     return len(model.calls)
@@ -67,6 +80,7 @@ def run_prebuilt(turns: int) -> int:
 CONTENDERS: dict[str, Callable[[int], int]] = {
     "reactgraph transcript": run_ours,
     "reactgraph transcript, tiktoken counts": lambda turns: run_ours(turns, usage=False),
+    "reactgraph transcript, tool_calls": run_native,
     "LangGraph prebuilt agent": run_prebuilt,
     "classic AgentExecutor": run_classic,
 }
@@ -96,9 +110,11 @@ def bench_overhead(repeats: int) -> None:
     table(("contender", "40 turns (ms/turn)", "200 turns (ms/turn)"), rows)
     for n in (40, 200):
         ratio = ms["reactgraph transcript", n] / ms["LangGraph prebuilt agent", n]
+        native = ms["reactgraph transcript, tool_calls", n] / ms["LangGraph prebuilt agent", n]
         print(
             f"- {n} turns: reactgraph / prebuilt = {ratio:.2f}x (goal <= 0.7x: "
             f"{verdict(ratio <= 0.7)}), reactgraph / classic = "
-            f"{ms['reactgraph transcript', n] / ms['classic AgentExecutor', n]:.2f}x"
+            f"{ms['reactgraph transcript', n] / ms['classic AgentExecutor', n]:.2f}x, "
+            f"reactgraph tool_calls / prebuilt = {native:.2f}x"
         )
     print()

@@ -3,7 +3,7 @@ once, assembled and compiled."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -82,11 +82,17 @@ def build_graph(
         model_factory=_openai_compatible,
     )
     tools_named = partial(approval.check_names, tools=deps.tools)
-    tools_named(spec.settings_type.of(values).approve)
+
+    def also(run: Mapping[str, Any]) -> None:
+        """What one setting alone cannot tell: a tool to approve the graph lacks; a model that
+        cannot bind tools for ``action_format="tool_calls"``."""
+        chosen = spec.settings_type.of(run)
+        tools_named(chosen.approve)
+        deps.check_format(chosen)
+
+    also(values)
     every = {s.name: values.get(s.name) for s in spec.settings}
-    schema = context_schema(
-        variant, spec.settings, every, also=lambda run: tools_named(run.get("approve") or ())
-    )
+    schema = context_schema(variant, spec.settings, every, also=also)
     builder = assemble(spec, deps, schema)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=variant)
     return adopt(compiled)

@@ -13,12 +13,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
-Reply = str | Callable[[list[BaseMessage]], str]
+Reply = str | AIMessage | Callable[[list[BaseMessage]], str | AIMessage]
+"""A scripted reply: text, a message (one with ``tool_calls``, for the tool_calls format), or a
+function of the prompt returning either."""
 
 DEMO_QUESTION = (
     "How many years after the Eiffel Tower was completed did the Golden Gate Bridge open?"
@@ -33,6 +37,39 @@ DEMO_REPLIES: tuple[str, ...] = (
 )
 
 
+def tool_call_reply(
+    name: str, args: dict[str, Any], thought: str = "", call_id: str = ""
+) -> AIMessage:
+    """A reply that calls one tool natively (the tool_calls format), with its Thought as text."""
+    call = {"name": name, "args": args, "id": call_id or f"call-{name}", "type": "tool_call"}
+    return AIMessage(thought, tool_calls=[call])
+
+
+# The demo as a model that calls its tools natively (``action_format="tool_calls"``).
+DEMO_TOOL_CALLS: tuple[AIMessage, ...] = (
+    tool_call_reply(
+        "search",
+        {"query": "Eiffel Tower"},
+        "I need the year the Eiffel Tower was completed.",
+        "call-1",
+    ),
+    tool_call_reply(
+        "search",
+        {"query": "Golden Gate Bridge"},
+        "The Eiffel Tower was completed "
+        "in 1889. Now I need the year the Golden Gate Bridge opened.",
+        "call-2",
+    ),
+    tool_call_reply(
+        "calculator",
+        {"expression": "1937-1889"},
+        "The Golden Gate Bridge opened in 1937. The difference is 1937 - 1889.",
+        "call-3",
+    ),
+    AIMessage("Thought: I now have enough information.\nFinal Answer: 48"),
+)
+
+
 class ScriptedChatModel(BaseChatModel):
     """Returns ``replies`` in order (a callable reply gets the prompt); raises when they run out.
 
@@ -40,10 +77,12 @@ class ScriptedChatModel(BaseChatModel):
     longer than the call's ``max_tokens`` (or ``max_completion_tokens``) at four characters a
     token is cut there with ``finish_reason`` "length", as providers do; ``report_usage``
     attaches usage metadata (about four characters a token); ``latency_s`` makes each call take
-    that long (``asyncio.sleep`` under ``ainvoke``).
+    that long (``asyncio.sleep`` under ``ainvoke``). A reply may be an ``AIMessage`` with
+    ``tool_calls``; ``bind_tools`` binds the tools as ``ChatOpenAI`` does (each call's
+    ``options`` then hold them).
     """
 
-    replies: Sequence[Reply] = Field(default_factory=list)
+    replies: Sequence[Any] = Field(default_factory=list)  # each a Reply (not validated)
     honour_stop: bool = False
     report_usage: bool = False
     latency_s: float = 0.0
@@ -56,9 +95,17 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
+    def bind_tools(
+        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """The model with the tools bound as OpenAI function schemas (and ``tool_choice``)."""
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
     def _next_reply(
         self, messages: list[BaseMessage], stop: list[str] | None, options: dict[str, Any]
-    ) -> str:
+    ) -> str | AIMessage:
         with self._lock:
             index = self._index
             self._index += 1
@@ -67,19 +114,23 @@ class ScriptedChatModel(BaseChatModel):
             raise RuntimeError(f"the scripted model has only {len(self.replies)} replies")
         reply = self.replies[index]
         text = reply(list(messages)) if callable(reply) else reply
-        if self.honour_stop and stop:
+        if self.honour_stop and stop and isinstance(text, str):
             for sequence in stop:
                 text = text.split(sequence, 1)[0]
         return text
 
     def _result(
-        self, messages: list[BaseMessage], text: str, options: dict[str, Any]
+        self, messages: list[BaseMessage], reply: str | AIMessage, options: dict[str, Any]
     ) -> ChatResult:
         cap = options.get("max_tokens") or options.get("max_completion_tokens")
-        finish = "stop"
+        calls = reply.tool_calls if isinstance(reply, AIMessage) else []
+        text = reply if isinstance(reply, str) else str(reply.content)
+        finish = "tool_calls" if calls else "stop"
         if isinstance(cap, int) and len(text) > cap * 4:
             text, finish = text[: cap * 4], "length"
-        message = AIMessage(text, response_metadata={"finish_reason": finish})
+        message = AIMessage(text, tool_calls=calls, response_metadata={"finish_reason": finish})
+        if isinstance(reply, AIMessage) and reply.invalid_tool_calls:
+            message.invalid_tool_calls = list(reply.invalid_tool_calls)
         if self.report_usage:
             prompt = sum(len(str(m.content)) for m in messages) // 4 + 1
             completion = len(text) // 4 + 1

@@ -17,7 +17,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from os import PathLike
-from typing import Any
+from typing import Any, Literal
 
 from reactgraph.nodes.run_settings import RunSettings
 
@@ -56,11 +56,16 @@ class Setting:
     """Whether a run under another value is another result (part of a result's identity)."""
     metavar: str | None = None
     """The value's name in ``--help`` (default: the kind's, ``INT``)."""
+    choices: tuple[str, ...] = ()
+    """For a ``str`` setting: the only values it takes (``action_format``: text, tool_calls)."""
 
     @property
     def hint(self) -> Any:
-        """The type of its field in the context schema (and Studio's form)."""
-        kind = tuple[str, ...] if self.kind is tuple else self.kind
+        """The type of its field in the context schema (and Studio's form): a setting with
+        choices is a ``Literal`` of them, so Studio's form offers them as a list."""
+        kind: Any = tuple[str, ...] if self.kind is tuple else self.kind
+        if self.choices:
+            kind = Literal[self.choices]
         return (kind | None) if self.optional else kind
 
     def shown(self) -> str:
@@ -97,6 +102,10 @@ class Setting:
                 raise TypeError(f"{self.name} must be a string, got {type(value).__name__}")
             if not value.strip():
                 raise ValueError(f"{self.name} must not be empty")
+            if self.choices and value not in self.choices:
+                raise ValueError(
+                    f"{self.name} must be one of {', '.join(self.choices)}, got {value!r}"
+                )
         elif self.kind is tuple:
             return names(self.name, value)
         if self.minimum is not None and value < self.minimum:
@@ -135,14 +144,16 @@ def names(name: str, value: Any) -> tuple[str, ...]:
 
 
 def _kind(hint: Any) -> tuple[type, bool]:
-    """A field's type as a setting's kind (``tuple`` for a list of names), and whether None is
-    a value of it."""
+    """A field's type as a setting's kind (``tuple`` for a list of names, ``str`` for a
+    ``Literal`` of choices), and whether None is a value of it."""
     optional = False
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         kinds = [k for k in typing.get_args(hint) if k is not type(None)]
         optional, hint = len(kinds) < len(typing.get_args(hint)), kinds[0]
     if typing.get_origin(hint) is tuple:
         return tuple, optional
+    if typing.get_origin(hint) is Literal:
+        return str, optional
     return hint, optional
 
 
@@ -156,12 +167,14 @@ def settings_of(kind: type[RunSettings], **defaults: Any) -> tuple[Setting, ...]
     found = []
     for item in dataclasses.fields(kind):
         own, optional = _kind(hints[item.name])
+        literal = typing.get_origin(hints[item.name]) is Literal
         found.append(
             Setting(
                 item.name,
                 own,
                 defaults.get(item.name, item.default),
                 optional=optional,
+                choices=typing.get_args(hints[item.name]) if literal else (),
                 **item.metadata["setting"],
             )
         )
@@ -208,8 +221,10 @@ def context_schema(
     """The graph's context schema: one field per run setting, defaulting to the built value.
 
     Its constructor is the run-time check: LangGraph builds it from a dict context (Python or
-    Studio), so an unknown field or a bad value fails the run before it starts. ``also`` checks
-    what one setting alone cannot (the names of the graph's own tools), on the run's values.
+    Studio), so an unknown field or a bad value fails the run before it starts. ``also`` then
+    sees the run's effective values (the built ones under those given) and raises ValueError
+    for what one setting alone cannot tell: ``approve`` naming a tool the graph lacks,
+    ``action_format="tool_calls"`` with a model that cannot bind tools.
     """
     run_settings = [s for s in settings if s.per_run]
     fields = [

@@ -146,6 +146,8 @@ def decided(state: State, config: RunnableConfig, deps: Deps, decision: Decided)
             approval["proposed_action"] = str(parsed["action"])
             approval["proposed_input"] = parsed["action_input"] or ""
             chosen["action"], chosen["action_input"] = name, text
+            if chosen.get("args") is not None:
+                chosen["args"] = None  # a native call's edit runs from its input, as text's does
     chosen["approval"] = approval
     update: dict[str, Any] = {"parsed": chosen}
     if approval["decision"] in ("respond", "reject"):

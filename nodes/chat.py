@@ -69,9 +69,13 @@ def tool_args(reading: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> dict
 def _tool_call(
     reading: Mapping[str, Any], call_id: str, tools: Mapping[str, BaseTool]
 ) -> dict[str, Any]:
-    """A turn's action as a tool call."""
+    """A turn's action as a tool call: a native one's arguments as the model sent them (the
+    tool_calls format), else read from its input as the text format has it."""
     name = reading["action"] or INVALID
-    return {"name": name, "args": tool_args(reading, tools), "id": call_id, "type": "tool_call"}
+    args = reading.get("args") if reading["action"] else None
+    if not isinstance(args, dict):
+        args = tool_args(reading, tools)
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
 
 
 def shown(text: str) -> str:
@@ -89,10 +93,12 @@ def reply_message(
     """The model's reply as the turn's AI message, with the id its streamed tokens carry; with
     ``reading`` (an action or an unreadable reply) it holds the turn's one tool call."""
     ai_id = reply.get("message_id") or f"{base}-ai"
+    # A native tool call with no text is not an empty reply: its card says what it did.
+    content = "" if not reply["text"] and reply.get("tool_calls") else shown(reply["text"])
     if reading is None:
-        return AIMessage(shown(reply["text"]), id=ai_id)
+        return AIMessage(content, id=ai_id)
     call = _tool_call(reading, f"call-{base}", tools or {})
-    return AIMessage(shown(reply["text"]), id=ai_id, tool_calls=[call])
+    return AIMessage(content, id=ai_id, tool_calls=[call])
 
 
 def tool_message(turn: Turn, base: str) -> ToolMessage:

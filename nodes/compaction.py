@@ -4,12 +4,13 @@ path as the agent (retries, Retry-After, token records)."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.nodes import prompts
@@ -96,11 +97,33 @@ def _as_text(turns: list[Turn]) -> str:
     for turn in turns:
         if turn["observation"] is None:
             parts.append(turn["text"])
+        elif turn.get("tool_calls"):
+            # A native tool call: its text is only the Thought, so the Action is written out.
+            name = turn["action"] or turn["tool_calls"][0]["name"]
+            parts.append(
+                prompts.TRANSCRIPT_CALL.format(
+                    text=turn["text"],
+                    name=name,
+                    input=turn["action_input"] or "",
+                    observation=turn["observation"],
+                )
+            )
         else:
             parts.append(
                 prompts.TRANSCRIPT_TURN.format(text=turn["text"], observation=turn["observation"])
             )
     return "\n\n".join(parts) or prompts.SUMMARY_NONE
+
+
+def counted_prompt(state: State, deps: Deps) -> list[BaseMessage]:
+    """What the next call sends, as counted against the context window: the prompt, and in the
+    ``tool_calls`` format the bound tools' schemas too (as one message of their JSON)."""
+    settings = deps.run_settings(state)
+    messages = render_prompt(state, deps.view, deps.tool_descriptions, settings)
+    if settings.action_format == "tool_calls":
+        schemas = json.dumps(deps.tool_schemas(settings), ensure_ascii=False)
+        messages.append(SystemMessage(schemas))
+    return messages
 
 
 def summary_request(
@@ -153,7 +176,7 @@ def _plan(state: State, deps: Deps) -> _Plan | dict[str, Any]:
     if settings.context_window is None:
         raise ValueError("compaction needs the context window (build_graph looks it up)")
     limit = settings.compaction_threshold * settings.context_window
-    before = deps.context_counter(render_prompt(state, deps.view, deps.tool_descriptions, settings))
+    before = deps.context_counter(counted_prompt(state, deps))
     if before < limit:
         return {}
     window = visible_turns(state, deps.view, settings)
@@ -195,9 +218,7 @@ def _compacted(
     fresh: State = {**state, "compactions": [*(state.get("compactions") or []), record]}
     if summary is not None:
         fresh["summary"] = summary
-    record["tokens_after"] = deps.context_counter(
-        render_prompt(fresh, deps.view, deps.tool_descriptions, deps.run_settings(state))
-    )
+    record["tokens_after"] = deps.context_counter(counted_prompt(fresh, deps))
     logger.info(
         "compaction after turn %d: %d -> %d prompt tokens (limit %d)%s",
         done,

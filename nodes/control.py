@@ -18,6 +18,7 @@ from reactgraph.nodes.model import read_reply
 from reactgraph.nodes.questions import content_parts, unread_note
 from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.state import ParsedReply, State, Turn
+from reactgraph.nodes.toolcalls import canonical_args
 from reactgraph.nodes.transcript import new_turn
 
 logger = logging.getLogger(__name__)
@@ -69,31 +70,56 @@ def start_run(
     }
 
 
-def repeats(turns: Sequence[Turn], parsed: ParsedReply, text: str, limit: int) -> int:
+def call_key(reading: Mapping[str, Any]) -> tuple[Any, str]:
+    """What makes two actions the same: the action and its input, or for a native tool call
+    (``args``) the call's name and its arguments with their keys sorted."""
+    args = reading.get("args")
+    if args is not None:
+        return reading["action"], canonical_args(args)
+    return reading["action"], reading["action_input"] or ""
+
+
+def calls_key(calls: Sequence[Mapping[str, Any]] | None) -> list[tuple[str, str, str]]:
+    """A reply's tool calls as compared word for word: names, arguments, errors (not ids)."""
+    return [(c["name"], canonical_args(c["args"]), c.get("error", "")) for c in calls or []]
+
+
+def repeats(
+    turns: Sequence[Turn],
+    parsed: ParsedReply,
+    text: str,
+    limit: int,
+    calls: Sequence[Mapping[str, Any]] | None = None,
+) -> int:
     """How many times in a row (this reply included, at most ``limit``) the same action with
-    the same input came, or the same unreadable reply word for word. Only the last ``limit``
-    turns are looked at."""
+    the same input came, or the same unreadable reply word for word (its tool calls too). Only
+    the last ``limit`` turns are looked at."""
     if parsed["kind"] == "answer":
         return 0
     count = 1
+    key = call_key(parsed) if parsed["kind"] == "action" else (text, calls_key(calls))
     for index in range(len(turns) - 1, max(len(turns) - limit + 1, 0) - 1, -1):
         turn = turns[index]
         if parsed["kind"] == "action":
-            same = turn["kind"] == "action" and (turn["action"], turn["action_input"]) == (
-                parsed["action"],
-                parsed["action_input"],
-            )
+            same = turn["kind"] == "action" and call_key(turn) == key
         else:
-            same = turn["kind"] == "invalid" and turn["text"] == text
+            same = (
+                turn["kind"] == "invalid"
+                and (turn["text"], calls_key(turn.get("tool_calls"))) == key
+            )
         if not same:
             break
         count += 1
     return count
 
 
-def empty_twice(turns: Sequence[Turn], text: str) -> bool:
-    """An empty reply right after an empty reply: the model keeps returning nothing."""
-    return not text and bool(turns) and turns[-1]["kind"] == "invalid" and not turns[-1]["text"]
+def empty_twice(turns: Sequence[Turn], reply: Mapping[str, Any]) -> bool:
+    """An empty reply right after an empty reply (no text, no tool call): the model keeps
+    returning nothing."""
+    if reply["text"] or reply.get("tool_calls") or not turns:
+        return False
+    last = turns[-1]
+    return last["kind"] == "invalid" and not last["text"] and not last.get("tool_calls")
 
 
 def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:
@@ -102,15 +128,15 @@ def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, A
     if reply is None:
         raise ValueError("parse_reply needs a model reply in the state")
     settings = deps.run_settings(state)
-    # A reply cut at the cap is not read.
-    parsed = read_reply(reply, deps.action_names, settings.max_completion_tokens)
+    parsed = read_reply(reply, deps, settings)  # a reply cut at the cap is not read
     update: dict[str, Any] = {"parsed": parsed}
     turns = state.get("turns") or []
     limit = settings.stuck_repeats
+    calls = reply.get("tool_calls")
     if parsed["kind"] == "answer":
         update["turns"] = [new_turn(state, "answer", reply=reply, parsed=parsed)]
         update.update(answer=parsed["answer"], status="answered")
-    elif repeats(turns, parsed, reply["text"], limit) >= limit or empty_twice(turns, reply["text"]):
+    elif repeats(turns, parsed, reply["text"], limit, calls) >= limit or empty_twice(turns, reply):
         logger.warning("stuck: the same reply again: %r", reply["text"][:200])
         update["turns"] = [new_turn(state, "stuck", reply=reply, parsed=parsed)]
         update["status"] = "stuck"

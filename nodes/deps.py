@@ -16,9 +16,10 @@ from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
 from reactgraph.nodes import prompts
+from reactgraph.nodes.binding import action_parameters, bound_arguments, tool_schemas
 from reactgraph.nodes.injection import Injected, injected_args
 from reactgraph.nodes.providers import ModelCaller
-from reactgraph.nodes.run_settings import RunSettings
+from reactgraph.nodes.run_settings import RunSettings, notes_limit
 from reactgraph.nodes.tokens import TokenCounter
 from reactgraph.nodes.toolio import Uncallable, describe_schema, visible_args
 from reactgraph.nodes.view import WHOLE, View
@@ -116,7 +117,14 @@ class Deps:
     model_factory: ModelFactory | None = None
     injected: Mapping[str, Injected] = field(default_factory=dict)
     """The tools' arguments the graph fills (``InjectedState``, ``ToolRuntime``...), by tool."""
+    action_specs: tuple[tuple[str, str], ...] = ()
+    """The variant's own actions with their descriptions (their tool schemas in the
+    ``tool_calls`` format)."""
+    call_params: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Every action with the names of its arguments (reading a native tool call)."""
     _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)
+    _bindings: dict[tuple[int, Any], dict[str, Any]] = field(default_factory=dict)
+    _schemas: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run_settings(self, state: Mapping[str, Any]) -> RunSettings:
@@ -139,6 +147,40 @@ class Deps:
                 caller = ModelCaller(model, chosen)
                 self._callers[(name, url)] = caller
             return caller
+
+    def tool_schemas(self, settings: RunSettings) -> list[dict[str, Any]]:
+        """Every action as a tool's JSON schema (the ``tool_calls`` format), for the run's
+        notes limit; made once per limit."""
+        limit = notes_limit(settings)
+        with self._lock:
+            found = self._schemas.get(limit)
+        if found is None:
+            found = tool_schemas(self.tools, self.injected, self.action_specs, limit)
+            with self._lock:
+                self._schemas[limit] = found
+        return found
+
+    def tool_binding(self, caller: ModelCaller, settings: RunSettings) -> dict[str, Any]:
+        """The call arguments that bind every action to the caller's model as a tool (the
+        ``tool_calls`` format), made once per model and notes limit; ValueError for a model
+        that cannot bind tools."""
+        key = (id(caller), notes_limit(settings))
+        with self._lock:
+            found = self._bindings.get(key)
+        if found is None:
+            found = bound_arguments(caller.model, self.tool_schemas(settings))
+            with self._lock:
+                self._bindings[key] = found
+        return found
+
+    def check_format(self, settings: RunSettings) -> None:
+        """ValueError when the settings ask for the ``tool_calls`` format of a model that
+        cannot bind tools (a run naming another model gets an OpenAI-compatible one, which
+        can)."""
+        if settings.action_format != "tool_calls":
+            return
+        if not settings.model_name and not settings.base_url:
+            self.tool_binding(self.caller, settings)
 
     @property
     def action_names(self) -> list[str]:
@@ -205,4 +247,6 @@ def make_deps(
         store=store,
         model_factory=model_factory,
         injected=injected,
+        action_specs=tuple(extra_actions),
+        call_params=action_parameters(by_name, injected, extra_actions),
     )

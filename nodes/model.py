@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -19,10 +19,12 @@ from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.parsing import clean_reply, parse_react
 from reactgraph.nodes.providers import Limits, ModelCaller
+from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.state import ModelReply, ParsedReply, State
 from reactgraph.nodes.storable import storable
 from reactgraph.nodes.streaming import was_cut
 from reactgraph.nodes.tokens import message_text
+from reactgraph.nodes.toolcalls import calls_of, read_tool_calls
 from reactgraph.nodes.transcript import new_turn, render_prompt
 
 logger = logging.getLogger(__name__)
@@ -48,8 +50,8 @@ def count_tokens(deps: Deps, messages: list[BaseMessage], message: Any) -> tuple
     if usage is not None:
         return (*usage, "usage")
     counter = deps.token_counter
-    raw = message_text(message)
-    completion = counter([AIMessage(raw)]) - counter([])
+    calls = getattr(message, "tool_calls", None) or []
+    completion = counter([AIMessage(message_text(message), tool_calls=calls)]) - counter([])
     return counter(messages), completion, getattr(counter, "source", "estimate")
 
 
@@ -71,20 +73,22 @@ def ask(
     config: RunnableConfig,
     stop: list[str] | None,
     state: State,
+    bound: Mapping[str, Any] | None = None,
 ) -> Generator[Effect, Any, ModelReply]:
     """One model call, retried on transient faults as the run's settings say, its reply capped
     at ``max_completion_tokens``, as a ``ModelReply``: the text cleaned (reasoning dropped, cut
-    at 'Observation:', made storable) with its token counts, and whether the cap cut it."""
+    at 'Observation:', made storable) with its token counts, and whether the cap cut it. With
+    ``bound`` (the tools bound: the ``tool_calls`` format) it holds the reply's tool calls."""
     _log_prompt(messages)
     started = time.perf_counter()
-    message = yield from caller.call(messages, config, stop, limits(deps, state))
+    message = yield from caller.call(messages, config, stop, limits(deps, state), bound)
     latency = time.perf_counter() - started
     raw = storable(message_text(message))
     prompt_tokens, completion_tokens, source = count_tokens(deps, messages, message)
     cut = was_cut(message)
     if cut:
         logger.warning("the reply was cut at the token cap after %d tokens", completion_tokens)
-    return ModelReply(
+    reply = ModelReply(
         raw=raw,
         text=clean_reply(raw),
         prompt_tokens=prompt_tokens,
@@ -94,48 +98,70 @@ def ask(
         message_id=getattr(message, "id", None),
         cut=cut,
     )
+    if bound is not None:
+        reply["tool_calls"] = calls_of(message)
+    return reply
 
 
-def read_reply(reply: ModelReply, action_names: list[str], cap: int | None) -> ParsedReply:
-    """The parse of a reply; a reply cut at the cap is never acted on: its reading is a
-    correction asking for one short Action."""
-    parsed = parse_react(reply["text"], action_names)
+def uses_tool_calls(settings: RunSettings) -> bool:
+    """Whether the run's model calls its tools natively (``action_format="tool_calls"``); a run
+    started before the setting existed has the built value (text, unless built otherwise)."""
+    return settings.action_format == "tool_calls"
+
+
+def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedReply:
+    """The parse of a reply in the run's action format; a reply cut at the cap is never acted
+    on: its reading is a correction asking for one short Action."""
+    native = uses_tool_calls(settings)
+    names = deps.action_names
+    if native:
+        parsed = read_tool_calls(reply["text"], reply.get("tool_calls") or [], deps.call_params)
+    else:
+        parsed = parse_react(reply["text"], names)
     if not reply.get("cut"):
         return parsed
+    cap = settings.max_completion_tokens
     limit = prompts.REPLY_CUT_LIMIT.format(tokens=cap) if cap else prompts.REPLY_CUT_SERVER
-    error = prompts.REPLY_CUT.format(limit=limit, valid=", ".join(action_names))
+    template = prompts.REPLY_CUT_TOOLS if native else prompts.REPLY_CUT
     return ParsedReply(
         kind="invalid",
         thought=parsed["thought"],
         action=None,
         action_input=None,
         answer=None,
-        error=error,
+        error=template.format(limit=limit, valid=", ".join(names)),
     )
 
 
 def call_model(
     state: State, config: RunnableConfig, deps: Deps
 ) -> Generator[Effect, Any, dict[str, Any]]:
-    """Render the model's view of the transcript and ask the model for the next turn."""
+    """Render the model's view of the transcript and ask the model for the next turn (in the
+    ``tool_calls`` format with the tools bound, and no stop sequence)."""
     settings = deps.run_settings(state)
     messages = render_prompt(state, deps.view, deps.tool_descriptions, settings)
     caller = deps.caller_for(settings)
-    reply = yield from ask(deps, caller, messages, config, STOP, state)
+    if uses_tool_calls(settings):
+        bound = deps.tool_binding(caller, settings)
+        reply = yield from ask(deps, caller, messages, config, None, state, bound)
+    else:
+        reply = yield from ask(deps, caller, messages, config, STOP, state)
     return {"reply": reply, "parsed": None}
 
 
 def force_answer(
     state: State, config: RunnableConfig, deps: Deps
 ) -> Generator[Effect, Any, dict[str, Any]]:
-    """At the turn cap: one last call that must answer; its answer ends the run."""
+    """At the turn cap: one last call that must answer; its answer ends the run. In the
+    ``tool_calls`` format the model is called without its tools, so it can only answer."""
     settings = deps.run_settings(state)
     messages = [
         *render_prompt(state, deps.view, deps.tool_descriptions, settings),
         HumanMessage(prompts.FORCE_ANSWER),
     ]
     caller = deps.caller_for(settings)
-    reply = yield from ask(deps, caller, messages, config, STOP, state)
+    stop = None if uses_tool_calls(settings) else STOP
+    reply = yield from ask(deps, caller, messages, config, stop, state)
     parsed = parse_react(reply["text"], deps.action_names)
     if parsed["kind"] == "answer":
         answer = parsed["answer"]

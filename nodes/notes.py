@@ -208,6 +208,12 @@ def update_notes(
             # The notes block shows the saved text already; repeating it in the window would
             # spend up to the whole notes limit a second time.
             reply = {**reply, "text": reply["text"].replace(text, prompts.NOTES_ELIDED)}
+        if len(text) > len(prompts.NOTES_ELIDED) and reply.get("tool_calls"):
+            # A native call holds the text in its arguments: the later prompts send it back
+            # with the placeholder (the turn's ``args`` keep the text).
+            first, *others = reply["tool_calls"]
+            shown = {k: prompts.NOTES_ELIDED if v == text else v for k, v in first["args"].items()}
+            reply = {**reply, "tool_calls": [{**first, "args": shown}, *others]}
     update["turns"] = [
         new_turn(state, "action", reply=reply, parsed=parsed, observation=observation)
     ]

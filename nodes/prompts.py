@@ -27,6 +27,25 @@ Rules:
 
 Question: {question}"""
 
+# The tool_calls action format: the tools are bound to the model (``bind_tools``) and the model
+# calls them natively. The same loop and rules; the tools are described by their schemas, so
+# the prompt lists none. A system message, since servers' tool-calling templates put the
+# tools' descriptions there (llama.cpp's chatml-function-calling shows them nowhere else).
+TOOL_CALLS_PROMPT = """Answer the question by interleaving Thought, Action and Observation.
+
+Each turn, write your Thought (what you know and what you need next), then take one Action: \
+call exactly one of the tools. Its result comes back to you as the Observation.
+
+When you can answer, reply without calling a tool:
+Thought: I now have enough information.
+Final Answer: your answer
+
+Rules:
+- One action per turn: one tool call. Wait for the observation.
+- If an action fails, say why in your next Thought and try a different approach.
+- Do not answer from memory when a tool can verify the fact."""
+TOOL_CALLS_QUESTION = "Question: {question}"
+
 TOOL_LINE = "{name}[input]: {description}"
 TOOL_JSON_INPUT = "{description} Input: a JSON object {schema}."
 
@@ -62,6 +81,24 @@ TWO_ACTIONS = (
     "Action line and wait for its Observation."
 )
 EMPTY_ANSWER = "Your Final Answer was empty. Write the answer after 'Final Answer:'."
+
+# Corrective Observations of the tool_calls format (each answers a tool call, as its result).
+ONE_ACTION_PER_TURN = (
+    "Not run: one action per turn, and this reply's action was its first tool call. Call {name} "
+    "in a later turn if you still need it."
+)
+EMPTY_REPLY_TOOLS = (
+    "Your reply was empty. Write a Thought and call one tool, or reply with your final answer "
+    "and no tool call. Valid tools: {valid}."
+)
+BAD_CALL_ARGS = (
+    "Error: the arguments of this {name} call could not be read ({error}). Call it again with "
+    "its arguments as a JSON object."
+)
+REPLY_CUT_TOOLS = (
+    "Your reply was cut off at {limit} before it ended. Keep it short: a Thought of a sentence "
+    "or two and one tool call (or your final answer, with no tool call). Valid tools: {valid}."
+)
 
 # Observations for tool calls that did not produce a result.
 TOOL_ERROR = "Error: {name} failed: {error}"
@@ -106,6 +143,10 @@ UPDATE_NOTES_DESCRIPTION = (
     "<max_notes_chars> characters. Older turns drop out of view, the notes stay."
 )
 NOTES_BLOCK = "Your notes (kept across turns; replace them with update_notes[text]):\n{notes}"
+NOTES_BLOCK_TOOLS = (
+    "Your notes (kept across turns; replace them with the update_notes tool):\n{notes}"
+)
+UPDATE_NOTES_TEXT = "The whole new text of your notes."
 NOTES_EMPTY = "(empty)"
 NOTES_RESUMED = (
     "These notes were saved by an earlier run on this thread. Continue from them; do not redo "
@@ -144,6 +185,7 @@ Be specific: keep numbers, names and dates exactly. At most {max_words} words.""
 SUMMARY_PREVIOUS = "The summary of even earlier work:\n{summary}\n\n"
 SUMMARY_NONE = "(none)"
 TRANSCRIPT_TURN = "{text}\nObservation: {observation}"
+TRANSCRIPT_CALL = "{text}\nAction: {name}[{input}]\nObservation: {observation}"
 
 # The chat view (``messages``) of how a run ended, when it ended without an answer.
 CHAT_STUCK = "Stopped: the same action came back again and again without progress."
@@ -167,6 +209,8 @@ ACTION_REJECTED_WHY = "A person refused this action, so it did not run. Their re
 OBSERVATION_EDITED = (
     "Observation: (a person changed this action before it ran: it ran as {action})\n{text}"
 )
+# The same in a tool message (the tool_calls format), which has no "Observation:" label.
+TOOL_RESULT_EDITED = "(a person changed this call before it ran: it ran as {action})\n{text}"
 APPROVAL_REQUEST = (
     "The agent wants to run {action} (turn {turn}).\n\n"
     "Approve it to run it as written; edit its input first; reject it with a reason, which the "

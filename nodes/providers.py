@@ -14,7 +14,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -204,13 +204,16 @@ class ModelCaller:
         config: RunnableConfig | None,
         stop: list[str] | None = None,
         limits: Limits | None = None,
+        bound: Mapping[str, Any] | None = None,
     ) -> Generator[Effect, Any, Any]:
-        """The model's reply message, with the quirks handled (a node body's ``yield from``)."""
+        """The model's reply message, with the quirks handled (a node body's ``yield from``).
+        ``bound``: call arguments of the model's ``bind_tools`` (the tools), sent with each
+        attempt."""
         limits = limits or Limits()
         attempt, plain = 0, False
         while True:
             attempt += 1
-            arguments = self._arguments(stop, limits)
+            arguments = {**(bound or {}), **self._arguments(stop, limits)}
             call = ModelCall(self.model, messages, config, arguments, self.deadline, plain)
             try:
                 return (yield call)
@@ -220,7 +223,8 @@ class ModelCaller:
                     continue
                 # Not the model's reply, nor a fault of its: asked again at once, plain (a
                 # server that cuts streams when busy, as llama-cpp-python's does, never cuts
-                # those), and not counted as a retry.
+                # those, and its chatml-function-calling cannot stream the tool calls it
+                # chooses), and not counted as a retry.
                 logger.warning("%s; asking again, not streamed", error)
                 streamchoice.note_cut(self.model)
                 attempt, plain = attempt - 1, True

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 T = TypeVar("T", bound="RunSettings")
 
@@ -98,6 +98,12 @@ class RunSettings:
         minimum=1,
         unset="no cap",
     )
+    action_format: Literal["text", "tool_calls"] = knob(
+        "text",
+        "How the model gives its Action: text (an Action: tool_name[input] line, the seed's "
+        "prompt) or tool_calls (the tools bound with bind_tools; a reply with no tool call is "
+        "the answer).",
+    )
     approve: tuple[str, ...] = knob(
         (),
         "Tools whose Actions wait for a person to approve, edit or reject them before they run: "
@@ -174,6 +180,11 @@ class CompactionSettings(RunSettings):
 @dataclass(frozen=True, kw_only=True)
 class NotesCompactionSettings(CompactionSettings, NotesSettings):
     """Both: notes and a window, and compaction."""
+
+
+def notes_limit(settings: RunSettings) -> int | None:
+    """The run's ``max_notes_chars`` when its variant keeps notes, else None."""
+    return settings.max_notes_chars if isinstance(settings, NotesSettings) else None
 
 
 def narrowed(settings: RunSettings, kind: type[T]) -> T:

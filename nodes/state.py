@@ -38,6 +38,23 @@ class Approval(TypedDict):
     """``edit``: the input the model wrote (the turn's ``action_input`` is the one that ran)."""
 
 
+ActionFormat = Literal["text", "tool_calls"]
+
+
+class ToolCallRecord(TypedDict):
+    """One tool call as a model sent it (``action_format="tool_calls"``), made storable: the
+    next prompt sends it back, answered by a ``ToolMessage`` with its id."""
+
+    name: str
+    """The tool's name as the model wrote it."""
+    args: dict[str, Any]
+    """Its arguments (empty when they could not be read: see ``error``)."""
+    id: str
+    """The call's id, unique within its reply (made up when the model gave none)."""
+    error: NotRequired[str]
+    """Why its arguments could not be read (not JSON, not an object): the call is not run."""
+
+
 class ParsedReply(TypedDict):
     """What the parser read from one model reply; routers read this, never the raw text."""
 
@@ -56,6 +73,11 @@ class ParsedReply(TypedDict):
     approval: NotRequired[Approval]
     """A person's decision on the action, once made (``approve_action``); an edit changes
     ``action``/``action_input`` to what runs."""
+    call_id: NotRequired[str | None]
+    """``tool_calls`` format: the id of the tool call read (the first the model sent)."""
+    args: NotRequired[dict[str, Any] | None]
+    """``tool_calls`` format: that call's arguments as the model sent them (``action_input``
+    is their text: the one argument's string, else the JSON object)."""
 
 
 class ModelReply(TypedDict):
@@ -77,6 +99,9 @@ class ModelReply(TypedDict):
     """The id of the model's message, so the chat view's copy matches the streamed tokens."""
     cut: NotRequired[bool]
     """True when the reply stopped at ``max_completion_tokens`` (or the server's limit)."""
+    tool_calls: NotRequired[list[ToolCallRecord]]
+    """``tool_calls`` format: the reply's tool calls, in order (those with readable arguments
+    first), at most ``reactgraph.nodes.toolcalls.MAX_CALLS``; the reply's text is ``raw``."""
 
 
 class Turn(TypedDict):
@@ -120,6 +145,14 @@ class Turn(TypedDict):
     approval: NotRequired[Approval]
     """A person's decision on the action before it ran (the ``approve`` setting); absent when
     none was asked for."""
+    tool_calls: NotRequired[list[ToolCallRecord]]
+    """``tool_calls`` format: the reply's tool calls as later prompts send them back (a saved
+    ``update_notes`` text elided, as in ``text``); the first is the one acted on, every other
+    one is answered "one action per turn". Absent in the ``text`` format."""
+    tool_call_id: NotRequired[str | None]
+    """``tool_calls`` format: the id of the call acted on."""
+    args: NotRequired[dict[str, Any] | None]
+    """``tool_calls`` format: its arguments as the model sent them."""
 
 
 class CompactionRecord(TypedDict):

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import operator
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.nodes import deadlines, streamchoice
@@ -79,8 +82,23 @@ def _stream_options(model: BaseChatModel) -> dict[str, Any]:
     return {"stream_usage": True} if openai_family(model) else {}
 
 
-def _join(message: Any, chunk: Any) -> Any:
-    return chunk if message is None else message + chunk
+def _joined(chunks: list[Any]) -> Any:
+    """The chunks as one message, merged once: merging them one by one re-reads the tool
+    calls' arguments at every chunk, quadratic in their length."""
+    if not chunks:
+        return None
+    if all(isinstance(chunk, AIMessageChunk) for chunk in chunks):
+        return add_ai_message_chunks(chunks[0], *chunks[1:]) if len(chunks) > 1 else chunks[0]
+    return functools.reduce(operator.add, chunks)
+
+
+def _said(message: Any) -> bool:
+    """Whether a reply holds text or a tool call."""
+    return bool(
+        getattr(message, "content", None)
+        or getattr(message, "tool_calls", None)
+        or getattr(message, "tool_call_chunks", None)
+    )
 
 
 def _ended(message: Any) -> bool:
@@ -90,13 +108,13 @@ def _ended(message: Any) -> bool:
 
 def _whole(model: BaseChatModel, message: Any) -> Any:
     """The gathered reply. An OpenAI-compatible stream ends a whole reply with its finish
-    reason: without one it was cut short. Other models' streams without any text or ending
-    (only a usage chunk, or nothing) are malformed."""
+    reason: without one it was cut short. Other models' streams without any text, tool call or
+    ending (only a usage chunk, or nothing) are malformed."""
     if message is not None and _ended(message):
         return message
     if openai_family(model):
         raise StreamCut("the streamed reply ended before its finish reason (cut short)")
-    if message is None or not getattr(message, "content", None):
+    if message is None or not _said(message):
         raise MalformedReply("No generations found in the streamed reply")
     return message
 
@@ -104,7 +122,7 @@ def _whole(model: BaseChatModel, message: Any) -> Any:
 def _checked(model: BaseChatModel, message: Any, forced: bool) -> Any:
     """A plain call's reply. One that LangChain streamed itself (to a messages stream) and that
     holds no text and no finish reason was cut short; a forced plain call is taken as it came."""
-    if forced or not openai_family(model) or _ended(message) or getattr(message, "content", None):
+    if forced or not openai_family(model) or _ended(message) or _said(message):
         return message
     raise StreamCut("the reply ended with no text and no finish reason (cut short)")
 
@@ -138,15 +156,15 @@ def gather(
     """The streamed reply as one message; once ``abandoned`` is set, the stream is closed at
     its next chunk (the caller has given up on it)."""
     stream: Any = model.stream(messages, config, **_stream_options(model), **arguments)
-    message = None
+    chunks: list[Any] = []
     try:
         for chunk in stream:
             if abandoned.is_set():
                 break
-            message = _join(message, chunk)
+            chunks.append(chunk)
     finally:
         stream.close()
-    return message if abandoned.is_set() else _whole(model, message)
+    return _joined(chunks) if abandoned.is_set() else _whole(model, _joined(chunks))
 
 
 async def agather(
@@ -156,12 +174,12 @@ async def agather(
     arguments: dict[str, Any],
 ) -> Any:
     """The streamed reply as one message; cancelling it closes the stream."""
-    message = None
+    chunks: list[Any] = []
     stream: Any = model.astream(messages, config, **_stream_options(model), **arguments)
-    async with contextlib.aclosing(stream) as chunks:
-        async for chunk in chunks:
-            message = _join(message, chunk)
-    return _whole(model, message)
+    async with contextlib.aclosing(stream) as streamed:
+        async for chunk in streamed:
+            chunks.append(chunk)
+    return _whole(model, _joined(chunks))
 
 
 @dataclass(frozen=True)

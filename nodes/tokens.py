@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -146,4 +147,7 @@ class TokenCounter:
         total = TOKENS_PER_REPLY
         for message in messages:
             total += TOKENS_PER_MESSAGE + self.count_text(message_text(message))
+            for call in getattr(message, "tool_calls", None) or ():
+                # A native tool call's name and arguments are tokens of the message too.
+                total += self.count_text(f"{call['name']}{json.dumps(call['args'], default=str)}")
         return total

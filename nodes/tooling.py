@@ -27,7 +27,7 @@ from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.injection import fill
 from reactgraph.nodes.state import State, TurnKind
 from reactgraph.nodes.storable import storable
-from reactgraph.nodes.toolio import as_text, outcome, tool_arguments
+from reactgraph.nodes.toolio import as_text, call_arguments, outcome, tool_arguments
 from reactgraph.nodes.transcript import new_turn
 
 __all__ = ["ToolCall", "as_text", "run_tool", "tool_arguments", "truncate"]
@@ -165,7 +165,10 @@ def run_tool(
         started = time.perf_counter()
         own_config = tool_config(state, config)
         try:
-            arguments = tool_arguments(tool, parsed["action_input"] or "", hidden)
+            if parsed.get("args") is not None:  # a native tool call: its arguments as sent
+                arguments = call_arguments(tool, parsed["args"] or {}, hidden)
+            else:
+                arguments = tool_arguments(tool, parsed["action_input"] or "", hidden)
             tool_call = tool_call_for(state, own_config, deps, tool, arguments)
         except ValueError as error:
             observation = str(error)

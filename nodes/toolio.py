@@ -161,6 +161,29 @@ def tool_arguments(
     )
 
 
+def call_arguments(
+    tool: BaseTool, args: Mapping[str, Any], hidden: frozenset[str] = frozenset()
+) -> dict[str, Any] | str:
+    """What ``tool`` gets from a native tool call's arguments (the ``tool_calls`` format): the
+    model's own, less any it wrote for an injected argument; for a one-argument tool, a single
+    value under another name is that argument's (small models often call it ``input``); for a
+    tool that takes only ``*args``, the raw string. The tool's own validation judges the rest.
+
+    Raises ``Uncallable`` (a ValueError: the Observation) when the tool's schema cannot be read.
+    """
+    properties = visible_args(tool, hidden)
+    if not properties:
+        return {}
+    given = {name: value for name, value in args.items() if name not in hidden}
+    if list(properties) == [RAW]:
+        value = next(iter(given.values())) if len(given) == 1 else given
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(properties) == 1 and len(given) == 1:
+        (name,) = properties
+        given = {name: next(iter(given.values()))}
+    return given
+
+
 def as_text(result: Any) -> str:
     """A tool's result as the model reads it."""
     if isinstance(result, str):

@@ -7,13 +7,14 @@ which parts it shows: its notes, a window of recent turns, the latest summary.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from reactgraph.nodes import prompts
-from reactgraph.nodes.run_settings import NotesSettings, RunSettings, narrowed
+from reactgraph.nodes.run_settings import NotesSettings, RunSettings, narrowed, notes_limit
 from reactgraph.nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
 from reactgraph.nodes.view import View
 
@@ -43,6 +44,42 @@ def _edited(turn: Turn) -> str | None:
     return f"{turn['action']}[{turn['action_input']}]"
 
 
+@functools.lru_cache(maxsize=8192)
+def _call_turn_messages(
+    text: str, observation: str | None, calls: str, edited: str | None = None
+) -> tuple[BaseMessage, ...]:
+    """A ``tool_calls`` turn: the reply with its tool calls, then one tool message per call (the
+    first holds the Observation, every other one says one action per turn); a reply with no
+    tool call gets its Observation as the text format does. ``calls`` is their JSON (a key);
+    ``edited``: the Action that ran instead, when a person changed it."""
+    records = json.loads(calls)
+    if not records:
+        return _turn_messages(text, observation, edited)
+    tool_calls = [
+        {"name": c["name"], "args": c["args"], "id": c["id"], "type": "tool_call"} for c in records
+    ]
+    # A call with no text is sent with a space: ChatOpenAI sends empty content as null, which
+    # llama-cpp-python's server refuses in an assistant message (a 500 on the next call).
+    messages: list[BaseMessage] = [AIMessage(text or " ", tool_calls=tool_calls)]
+    for index, call in enumerate(records):
+        if index == 0 and observation is not None:
+            content = observation
+            if edited is not None:
+                content = prompts.TOOL_RESULT_EDITED.format(action=edited, text=observation)
+        else:
+            content = prompts.ONE_ACTION_PER_TURN.format(name=call["name"])
+        messages.append(ToolMessage(content, tool_call_id=call["id"], name=call["name"]))
+    return tuple(messages)
+
+
+def turn_messages(turn: Turn) -> tuple[BaseMessage, ...]:
+    """One turn as the model sees it in later prompts."""
+    calls, edited = turn.get("tool_calls"), _edited(turn)
+    if calls is None:
+        return _turn_messages(turn["text"], turn["observation"], edited)
+    return _call_turn_messages(turn["text"], turn["observation"], json.dumps(calls), edited)
+
+
 @functools.lru_cache(maxsize=256)
 def _opening(tool_descriptions: str, question: str, notes_limit: int | None) -> HumanMessage:
     described = tool_descriptions.replace(prompts.NOTES_LIMIT, str(notes_limit))
@@ -50,8 +87,19 @@ def _opening(tool_descriptions: str, question: str, notes_limit: int | None) -> 
 
 
 @functools.lru_cache(maxsize=256)
-def _notes_message(notes: str, resumed: bool) -> HumanMessage:
-    block = prompts.NOTES_BLOCK.format(notes=notes if notes.strip() else prompts.NOTES_EMPTY)
+def _tool_opening(question: str) -> tuple[BaseMessage, ...]:
+    """The ``tool_calls`` format's opening: the loop's rules, then the question (the tools come
+    as bound schemas)."""
+    return (
+        SystemMessage(prompts.TOOL_CALLS_PROMPT),
+        HumanMessage(prompts.TOOL_CALLS_QUESTION.format(question=question)),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _notes_message(notes: str, resumed: bool, native: bool = False) -> HumanMessage:
+    template = prompts.NOTES_BLOCK_TOOLS if native else prompts.NOTES_BLOCK
+    block = template.format(notes=notes if notes.strip() else prompts.NOTES_EMPTY)
     return HumanMessage(f"{prompts.NOTES_RESUMED}\n{block}" if resumed else block)
 
 
@@ -79,16 +127,21 @@ def render_prompt(
 ) -> list[BaseMessage]:
     """The messages for the next model call: the filled ReAct prompt, the notes when the view
     has them, the summary when the run was compacted, then the visible turns."""
-    notes_chars = settings.max_notes_chars if isinstance(settings, NotesSettings) else None
-    messages: list[BaseMessage] = [_opening(tool_descriptions, state["question"], notes_chars)]
+    native = settings.action_format == "tool_calls"
+    notes_chars = notes_limit(settings)
+    messages: list[BaseMessage] = (
+        list(_tool_opening(state["question"]))
+        if native
+        else [_opening(tool_descriptions, state["question"], notes_chars)]
+    )
     if view.notes:
         notes = state.get("notes") or ""
-        messages.append(_notes_message(notes, bool(state.get("resumed_notes"))))
+        messages.append(_notes_message(notes, bool(state.get("resumed_notes")), native))
     summary = state.get("summary")
     if view.summary and summary is not None and state.get("compactions"):
         messages.append(_progress_message(summary))
     for turn in visible_turns(state, view, settings):
-        messages.extend(_turn_messages(turn["text"], turn["observation"], _edited(turn)))
+        messages.extend(turn_messages(turn))
     return messages
 
 
@@ -125,6 +178,10 @@ def new_turn(
         turn["artifact"] = artifact
     if parsed is not None and "approval" in parsed:
         turn["approval"] = parsed["approval"]
+    if "tool_calls" in reply:
+        turn["tool_calls"] = reply["tool_calls"]
+        turn["tool_call_id"] = parsed.get("call_id") if parsed else None
+        turn["args"] = parsed.get("args") if parsed else None
     log_turn(turn)
     return turn
 

@@ -10,19 +10,22 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
+from pydantic import BaseModel, Field
 
 from reactgraph.nodes.streamchoice import PROBE_HEADER
 from reactgraph.nodes.tokens import message_text
-from reactgraph.scripted import Reply, ScriptedChatModel
+from reactgraph.scripted import Reply, ScriptedChatModel, tool_call_reply
 
 
 class Runner(Protocol):
@@ -63,6 +66,66 @@ class FakeChatModel(ScriptedChatModel):
         """The reply cap (``max_tokens``) each call was sent with, None for none."""
         return [call["options"].get("max_tokens") for call in self.calls]
 
+    @property
+    def bound(self) -> list[list[str]]:
+        """The names of the tools each call was sent with (``bind_tools``), [] for none."""
+        return [
+            [t["function"]["name"] for t in c["options"].get("tools") or []] for c in self.calls
+        ]
+
+
+class StreamingFakeChatModel(FakeChatModel):
+    """The fake as a streaming model (LangChain calls the token callbacks): text in pieces of a
+    few characters, each tool call's arguments in pieces too (``tool_call_chunks``, as providers
+    stream them), then a last chunk with the finish reason (and the usage, with
+    ``report_usage``)."""
+
+    piece: int = 4
+
+    def _chunks(self, result: ChatResult) -> Iterator[ChatGenerationChunk]:
+        message = result.generations[0].message
+        text = str(message.content)
+        for start in range(0, len(text), self.piece):
+            yield ChatGenerationChunk(message=AIMessageChunk(text[start : start + self.piece]))
+        calls = [
+            (c["name"], json.dumps(c["args"]), c["id"]) for c in getattr(message, "tool_calls", [])
+        ] + [(c["name"], c["args"] or "", c["id"]) for c in message.invalid_tool_calls]
+        for index, (name, args, call_id) in enumerate(calls):
+            pieces = [args[i : i + self.piece] for i in range(0, len(args), self.piece)] or [""]
+            for number, part in enumerate(pieces):
+                head = {"name": name, "id": call_id} if number == 0 else {"name": None, "id": None}
+                chunk = tool_call_chunk(args=part, index=index, **head)
+                yield ChatGenerationChunk(message=AIMessageChunk("", tool_call_chunks=[chunk]))
+        last = AIMessageChunk("", response_metadata=message.response_metadata)
+        last.usage_metadata = message.usage_metadata
+        yield ChatGenerationChunk(message=last)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        yield from self._chunks(self._generate(messages, stop, None, **kwargs))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for chunk in self._chunks(await self._agenerate(messages, stop, None, **kwargs)):
+            yield chunk
+
+
+class TextOnlyModel(FakeChatModel):
+    """A chat model that cannot call tools natively (``bind_tools`` is not implemented)."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        raise NotImplementedError
+
 
 def prompt_text(messages: Sequence[BaseMessage]) -> str:
     """Messages joined into one text, for containment checks."""
@@ -75,6 +138,61 @@ SEED = [
     "Thought: Subtract.\nAction: calculator[1937-1889]",
     "Thought: I now have enough information.\nFinal Answer: 48",
 ]
+
+
+def call(name: str, args: dict[str, Any], thought: str = "", call_id: str = "") -> AIMessage:
+    """A reply that calls one tool natively (the tool_calls format)."""
+    return tool_call_reply(name, args, thought, call_id)
+
+
+def calls(*named: tuple[str, dict[str, Any]], thought: str = "") -> AIMessage:
+    """A reply that calls several tools at once, ids ``call-1``, ``call-2``..."""
+    found = [
+        {"name": n, "args": a, "id": f"call-{i}", "type": "tool_call"}
+        for i, (n, a) in enumerate(named, 1)
+    ]
+    return AIMessage(thought, tool_calls=found)
+
+
+def bad_call(name: str, raw_args: str, thought: str = "") -> AIMessage:
+    """A reply whose one tool call's arguments are not JSON (LangChain's ``invalid_tool_calls``)."""
+    invalid = [
+        {
+            "name": name,
+            "args": raw_args,
+            "id": "call-bad",
+            "error": None,
+            "type": "invalid_tool_call",
+        }
+    ]
+    return AIMessage(thought, invalid_tool_calls=invalid)
+
+
+# The seed as native tool calls: search, search, calculator, then the answer.
+SEED_CALLS = [
+    call("search", {"query": "Eiffel Tower"}, "I need the Eiffel Tower's completion.", "call-a"),
+    call("search", {"query": "Golden Gate Bridge"}, "Now the Golden Gate.", "call-b"),
+    call("calculator", {"expression": "1937-1889"}, "Subtract.", "call-c"),
+    AIMessage("Thought: I now have enough information.\nFinal Answer: 48"),
+]
+
+
+def seed_call_responder(request: dict[str, Any]) -> ServerReply:
+    """The seed for the test server as tool calls, per conversation (its tool results count the
+    turns); a request without tools gets the text seed."""
+    if not request.get("tools"):
+        return seed_responder(request)
+    done = sum(m["role"] == "tool" for m in request["messages"])
+    steps = [
+        Call("search", {"query": "Eiffel Tower"}, id="call-a"),
+        Call("search", {"query": "Golden Gate Bridge"}, id="call-b"),
+        Call("calculator", {"expression": "1937-1889"}, id="call-c"),
+    ]
+    return (
+        steps[done]
+        if done < len(steps)
+        else "Thought: I now have enough information.\nFinal Answer: 48"
+    )
 
 
 def seed_responder(request: dict[str, Any]) -> str:
@@ -93,6 +211,53 @@ def colour_reply(messages: Sequence[BaseMessage]) -> str:
         return f"Thought: look it up.\nAction: search[{found.group(1) if found else question}]"
     colour = re.search(r"\bis (\w+)\.", message_text(observations[-1]))
     return f"Final Answer: {colour.group(1) if colour else 'unknown'}"
+
+
+def _colour_of(question: str, results: Sequence[str]) -> str | dict[str, Any]:
+    """The colour in the last result, or the search arguments for the creature asked about."""
+    if not results:
+        found = re.search(r"What colour is the (.+?) (?:that|in)\b", question)
+        return {"query": found.group(1) if found else question}
+    colour = re.search(r"\bis (\w+)\.", results[-1])
+    return colour.group(1) if colour else "unknown"
+
+
+def colour_call_reply(messages: Sequence[BaseMessage]) -> str | AIMessage:
+    """``colour_reply`` for every arm of an eval: a text-format prompt gets its text; a
+    tool-calling one (the question in a message of its own: the tool_calls format, the prebuilt
+    agent) searches with a native call, then answers the colour with no tool call."""
+    texts = [message_text(m) for m in messages]
+    if "Available actions:" in texts[0]:
+        return colour_reply(messages)
+    question = next((t for t in texts if "What colour" in t), texts[-1])
+    results = [message_text(m) for m in messages if m.type == "tool"]
+    found = _colour_of(question, results)
+    return AIMessage(found) if isinstance(found, str) else call("search", found, "Look it up.")
+
+
+def colour_call_model() -> ScriptedChatModel:
+    """A fresh model answering with ``colour_call_reply`` (picklable, for worker processes)."""
+    return ScriptedChatModel(replies=[colour_call_reply] * 1000)
+
+
+def colour_call_responder(body: dict[str, Any]) -> ServerReply:
+    """``colour_call_reply`` for the test server: text requests as ``colour_reply``, requests
+    with tools by tool calls."""
+    messages = body["messages"]
+    if not body.get("tools"):
+        return colour_reply([_Said(str(m.get("content") or "")) for m in messages])
+    question = next(
+        (str(m["content"]) for m in messages if "What colour" in str(m.get("content"))), ""
+    )
+    found = _colour_of(question, [str(m["content"]) for m in messages if m["role"] == "tool"])
+    return found if isinstance(found, str) else Call("search", found, id=f"call-{len(messages)}")
+
+
+@dataclass
+class _Said:
+    """A message as ``colour_reply`` reads it: its content."""
+
+    content: str
 
 
 def colour_model() -> ScriptedChatModel:
@@ -206,6 +371,33 @@ def classic_seed_tools(log: list[tuple[str, str]] | None = None) -> list[BaseToo
         Tool.from_function(
             func=calculate, name="calculator", description="Evaluate arithmetic, e.g. 2*(3+4)."
         ),
+    ]
+
+
+class _Query(BaseModel):
+    query: str = Field(max_length=60, description="what to look up")
+
+
+class _Keyword(BaseModel):
+    keyword: str = Field(max_length=30, description="a word on the page")
+
+
+class _Expression(BaseModel):
+    expression: str = Field(max_length=40, description="arithmetic, e.g. 1937-1889")
+
+
+def bounded_tools() -> list[BaseTool]:
+    """The bundled search, lookup and calculator with each argument's length bounded in its
+    schema (``maxLength``): a server that constrains tool calls by a grammar built from the
+    schema (llama-cpp-python's chatml-function-calling, which ignores ``max_tokens`` there)
+    then cannot let a small model write one argument to the end of its context. The command
+    line loads them too (``--tools tests.fakes:bounded_tools``)."""
+    from reactgraph.tools import calculator, search_tools
+
+    search, lookup = search_tools()
+    schemas = {"search": _Query, "lookup": _Keyword, "calculator": _Expression}
+    return [
+        t.model_copy(update={"args_schema": schemas[t.name]}) for t in (search, lookup, calculator)
     ]
 
 
@@ -376,14 +568,34 @@ class _Server(ThreadingHTTPServer):
 
 @dataclass
 class Call:
-    """An assistant message calling one tool (the tool-calling protocol), not streamed."""
+    """An assistant message calling one tool (the tool-calling protocol), streamed when asked:
+    ``arguments`` as JSON, or a string sent as it is (arguments that are not JSON)."""
 
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | str
     id: str = "call-1"
+    content: str | None = None
+    """The message's text beside the call (its Thought), if any."""
 
 
-Answer = str | Fault | Hang | Trickle | Raw | Call | Unstreamed | Cut
+@dataclass
+class Calls:
+    """An assistant message calling several tools at once (a parallel tool call)."""
+
+    calls: list[Call]
+    content: str | None = None
+
+
+@dataclass
+class EmptyStream:
+    """A 200 event stream with no event in it, as llama-cpp-python's chatml-function-calling
+    answers a streamed request once its model chooses to call a tool; a plain request gets
+    ``instead``."""
+
+    instead: Call | Calls | str
+
+
+Answer = str | Fault | Hang | Trickle | Raw | Call | Calls | EmptyStream | Unstreamed | Cut
 ServerReply = Answer | Callable[[dict[str, Any]], Answer]
 
 
@@ -404,6 +616,9 @@ class FakeOpenAIServer:
         self.latency_s = 0.0
         self.honour_stop = True
         self.reject_stop = False
+        self.refuse_null_content = False
+        """Answer 500 to an assistant message whose content is null, as llama-cpp-python's
+        server does (its request model wants a string)."""
         self.active = 0
         self.max_active = 0
         self._lock = threading.Lock()
@@ -463,15 +678,27 @@ class FakeOpenAIServer:
             self.max_active = max(self.max_active, self.active)
         try:
             time.sleep(self.latency_s)
+            nulls = [
+                m for m in body["messages"] if m["role"] == "assistant" and m.get("content") is None
+            ]
             if self.reject_stop and "stop" in body:
                 reply: Answer = Fault(
                     400, "Unsupported parameter: 'stop' is not supported with this model."
+                )
+            elif self.refuse_null_content and nulls:
+                reply = Fault(
+                    500, "validation error: assistant content: Input should be a valid string"
                 )
             else:
                 reply = self._next(body)
             if isinstance(reply, Hang):
                 time.sleep(reply.seconds)
                 reply = reply.reply
+            if isinstance(reply, EmptyStream) and body.get("stream"):
+                self._send_events(handler, [], done=False)
+                return
+            if isinstance(reply, EmptyStream):
+                reply = reply.instead
             if isinstance(reply, Trickle):
                 self._trickle(handler, body, reply)
             elif isinstance(reply, Raw) and body.get("stream") and reply.status == 200:
@@ -490,7 +717,7 @@ class FakeOpenAIServer:
                     {"error": {"message": reply.message, "type": "test", "param": None}},
                     reply.headers,
                 )
-            elif isinstance(reply, Call):
+            elif isinstance(reply, Call | Calls):
                 self._call(handler, body, reply)
             elif isinstance(reply, Unstreamed):
                 self._complete(handler, {**body, "stream": False}, reply.reply)
@@ -506,19 +733,63 @@ class FakeOpenAIServer:
             with self._lock:
                 self.active -= 1
 
-    def _call(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], call: Call) -> None:
-        function = {"name": call.name, "arguments": json.dumps(call.arguments)}
-        message = {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": call.id, "type": "function", "function": function}],
-        }
-        choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+    def _call(
+        self, handler: BaseHTTPRequestHandler, body: dict[str, Any], reply: Call | Calls
+    ) -> None:
+        made = reply.calls if isinstance(reply, Calls) else [reply]
+        content = reply.content
+        arguments = [
+            c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments) for c in made
+        ]
+        tool_calls = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": a}}
+            for c, a in zip(made, arguments, strict=True)
+        ]
         prompt = sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4 + 1
         usage = {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10}
-        reply = {"id": "chatcmpl-test", "created": int(time.time()), "model": body["model"]}
-        reply |= {"object": "chat.completion", "usage": usage, "choices": [choice]}
-        self._send(handler, 200, reply)
+        base = {"id": "chatcmpl-test", "created": int(time.time()), "model": body["model"]}
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": content, "tool_calls": tool_calls}
+            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+            self._send(
+                handler,
+                200,
+                {**base, "object": "chat.completion", "usage": usage, "choices": [choice]},
+            )
+            return
+        chunk = {**base, "object": "chat.completion.chunk"}
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": content or ""}]
+        for index, (made_call, args) in enumerate(zip(made, arguments, strict=True)):
+            head = {"index": index, "id": made_call.id, "type": "function"}
+            deltas.append(
+                {"tool_calls": [{**head, "function": {"name": made_call.name, "arguments": ""}}]}
+            )
+            for start in range(0, len(args), 8):
+                part = {"index": index, "function": {"arguments": args[start : start + 8]}}
+                deltas.append({"tool_calls": [part]})
+        events = [{**chunk, "choices": [{"index": 0, "delta": d}]} for d in deltas]
+        events.append(
+            {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+        )
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append({**chunk, "choices": [], "usage": usage})
+        self._send_events(handler, events)
+
+    @staticmethod
+    def _send_events(
+        handler: BaseHTTPRequestHandler, events: list[dict[str, Any]], done: bool = True
+    ) -> None:
+        """Server-sent events, then ``[DONE]``, on a connection closed afterwards."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        for event in events:
+            handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        if done:
+            handler.wfile.write(b"data: [DONE]\n\n")
+        handler.wfile.flush()
+        handler.close_connection = True
 
     def _complete(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], text: str) -> None:
         if self.honour_stop:
@@ -557,19 +828,7 @@ class FakeOpenAIServer:
         events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if self.stream_usage and (body.get("stream_options") or {}).get("include_usage"):
             events.append({**chunk, "choices": [], "usage": usage})
-        self._events(handler, events)
-
-    @staticmethod
-    def _events(handler: BaseHTTPRequestHandler, events: list[dict[str, Any]]) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.send_header("Connection", "close")
-        handler.end_headers()
-        for event in events:
-            handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-        handler.wfile.write(b"data: [DONE]\n\n")
-        handler.wfile.flush()
-        handler.close_connection = True
+        self._send_events(handler, events)
 
     def _cut(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], cut: Cut) -> None:
         chunk = {"id": "chatcmpl-cut", "object": "chat.completion.chunk", "model": body["model"]}
@@ -577,7 +836,7 @@ class FakeOpenAIServer:
         events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
         if cut.sent:
             events.append({**chunk, "choices": [{"index": 0, "delta": {"content": cut.sent}}]})
-        self._events(handler, events)
+        self._send_events(handler, events)
 
     def _stream_raw(self, handler: BaseHTTPRequestHandler, raw: Raw) -> None:
         """A literal body as a streaming client gets it (``Raw.events``): a completion object

@@ -54,12 +54,17 @@ class LlamaServer:
     option to serve more: requests wait on one lock), and by default (``interrupt``) ends a
     streamed reply early when another request is waiting, as a new user would run it."""
 
-    def __init__(self, log: Path, threads: int = 2, interrupt: bool = True) -> None:
+    def __init__(
+        self, log: Path, threads: int = 2, interrupt: bool = True, chat_format: str | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
         self.threads = threads
         self.interrupt = interrupt
+        self.chat_format = chat_format
+        """``--chat_format`` (``chatml-function-calling``: native tool calls), else the
+        model's own template."""
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, within: float = 300.0) -> LlamaServer:
@@ -71,6 +76,8 @@ class LlamaServer:
         command += ["--model_alias", ALIAS, "--n_threads", str(self.threads)]
         if not self.interrupt:
             command += ["--interrupt_requests", "False"]
+        if self.chat_format:
+            command += ["--chat_format", self.chat_format]
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + within
@@ -93,13 +100,18 @@ class LlamaServer:
             "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens,
         }
+        return json.loads(self.post(body, timeout))
+
+    def post(self, body: dict[str, Any], timeout: float = 300.0) -> str:
+        """A chat-completions request's body, straight over HTTP: its answer's text (a JSON
+        object, or server-sent events when streamed)."""
         request = urllib.request.Request(
             f"{self.url}/chat/completions",
             data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=timeout) as answer:
-            return json.loads(answer.read())
+            return answer.read().decode()
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

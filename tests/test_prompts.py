@@ -43,6 +43,7 @@ FIELDS = {
     "why": "no JSON schema",
     "action": "search[Eiffel Tower]",
     "reason": "not that one",
+    "input": "x",
 }
 TEMPLATES = {
     name: value

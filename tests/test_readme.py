@@ -72,6 +72,13 @@ def check_approvals(names: dict[str, Any]) -> None:
     assert names["out"]["turns"][2]["approval"] == {"decision": "approve", "by": "ada"}
 
 
+def check_native_tool_calls(names: dict[str, Any]) -> None:
+    out = names["out"]
+    assert (out["answer"], out["status"]) == ("48", "answered")
+    assert [t["action"] for t in out["turns"]] == ["search", "search", "calculator", None]
+    assert len(names["llm"].calls) == 4
+
+
 CHECKS = {
     "A short example": check_a_short_example,
     "Use it from Python": check_use_it_from_python,
@@ -79,6 +86,7 @@ CHECKS = {
     "Checkpoints and resuming": check_checkpoints,
     "MCP tools": check_mcp,
     "Real models": check_real_models,
+    "Models that call tools natively": check_native_tool_calls,
 }
 
 

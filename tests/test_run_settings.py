@@ -111,6 +111,10 @@ PROBES: dict[str, Probe] = {
     "max_completion_tokens": Probe({}, {"max_completion_tokens": 64}, lambda r: r["_model"].caps),
     # The run stops before the echo, for a person's decision.
     "approve": Probe({}, {"approve": ["echo"]}, lambda r: (r.get("status"), "__interrupt__" in r)),
+    # The tools bound to the model (and the reply read as tool calls: here the text answers).
+    "action_format": Probe(
+        {}, {"action_format": "tool_calls"}, lambda r: (r["_model"].bound[0], r["answer"])
+    ),
     "model_name": Probe(
         {},
         {"model_name": "other-model"},

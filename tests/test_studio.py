@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from reactgraph import REGISTRY, VARIANTS
-from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.fakes import FakeOpenAIServer, seed_call_responder
 from tests.langgraph_dev import LANGGRAPH, ROOT, langgraph_dev
 from tests.test_graph_shapes import SHAPES
 
@@ -38,7 +38,7 @@ def test_studio_serves_every_variant_end_to_end(
 ) -> None:
     from langgraph_sdk import get_sync_client
 
-    openai_server.responder = seed_responder
+    openai_server.responder = seed_call_responder  # tool calls when the tools are bound
     client = get_sync_client(url=studio)
     assistants = {a["graph_id"]: a for a in client.assistants.search(limit=20)}
     assert set(assistants) >= set(SHAPES)
@@ -54,6 +54,7 @@ def test_studio_serves_every_variant_end_to_end(
         spec = REGISTRY[variant]
         for name in ("window_turns", "context_window", "keep_turns"):
             assert (name in properties) == (spec.setting(name) is not None), (variant, name)
+        assert properties["action_format"]["enum"] == ["text", "tool_calls"]  # a choice
         thread = client.threads.create()
         values = client.runs.wait(
             thread["thread_id"],
@@ -72,6 +73,18 @@ def test_studio_serves_every_variant_end_to_end(
         assert state["values"]["turns"][2]["observation"] == "48"
     # The tools were the classic ones REACTGRAPH_TOOLS named.
     assert "Evaluate arithmetic, e.g. 2*(3+4)." in str(openai_server.requests[0]["messages"])
+    # A run of native tool calls, chosen in the run's context as Studio's form chooses it.
+    thread = client.threads.create()
+    context = {"model_name": "gpt-4o-mini", "base_url": openai_server.url}
+    values = client.runs.wait(
+        thread["thread_id"],
+        assistants["notes"]["assistant_id"],
+        input={"question": "How many years apart?"},
+        context={**context, "action_format": "tool_calls"},
+    )
+    assert (values["answer"], values["status"]) == ("48", "answered"), values
+    assert [t["tool_call_id"] for t in values["turns"][:3]] == ["call-a", "call-b", "call-c"]
+    assert openai_server.requests[-1]["tools"][0]["function"]["name"] == "search"
 
 
 def test_langgraph_json_lists_every_variant() -> None:
@@ -98,7 +111,7 @@ def test_a_chat_client_sends_messages_and_sees_the_loop_as_messages(
     out; then a second question on the same thread."""
     from langgraph_sdk import get_sync_client
 
-    openai_server.responder = seed_responder
+    openai_server.responder = seed_call_responder  # tool calls when the tools are bound
     client = get_sync_client(url=studio)
     context = {"model_name": "gpt-4o-mini", "base_url": openai_server.url}
     for variant in VARIANTS:

@@ -9,6 +9,7 @@ already worked keeps being checked with it. The MCP rows are the tools of a real
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -28,7 +29,8 @@ from langgraph.prebuilt import InjectedState
 from pydantic import BaseModel, Field
 
 from reactgraph import VARIANTS, build_graph
-from tests.fakes import Runner, action, answer, fake_model
+from reactgraph.nodes.binding import parameters
+from tests.fakes import Runner, action, answer, call, fake_model
 
 Log = list[tuple[str, Any]]
 SPAN = {
@@ -274,3 +276,36 @@ def test_mcp_tools_as_the_adapters_load_them(
         assert turn["observation"].isdigit()
     else:
         assert turn["observation"] == observation
+
+
+def native_args(made: BaseTool, writes: str) -> dict[str, Any]:
+    """The arguments a tool-calling model sends for what a text-format model writes: by the
+    schema the tool is bound with (the one argument's value, typed; or the JSON object)."""
+    params = parameters(made)
+    if not params:
+        return {}
+    if len(params) > 1:
+        return json.loads(writes)
+    ((name, spec),) = params.items()
+    return {name: writes if spec.get("type", "string") == "string" else json.loads(writes)}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("form", FORMS, ids=[f.id for f in FORMS])
+def test_every_form_as_a_native_tool_call(form: Form, variant: str, run: Runner) -> None:
+    log: Log = []
+    made = form.make(log)
+    args = native_args(made, form.writes)
+    model = fake_model(call(made.name, args), answer("done"))
+    graph = build_graph(variant, model=model, tools=[made], action_format="tool_calls")
+    out = run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t1"}})
+    assert out["status"] == "answered", out
+    (schema,) = [
+        s for s in model.calls[0]["options"]["tools"] if s["function"]["name"] == made.name
+    ]
+    assert set(schema["function"]["parameters"]["properties"]) == set(parameters(made))
+    turn = out["turns"][0]
+    assert log == [form.called_with]
+    assert turn["args"] == args and turn["action_input"] == (form.writes if args else "")
+    assert turn["observation"] == form.observation
+    assert turn.get("artifact") == form.artifact

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -78,6 +79,14 @@ def turn_text(turn: dict[str, Any]) -> Text:
     title = f"── turn {turn['turn']} ({turn['kind']}) "
     text = Text(title + "─" * max(3, console.width - len(title)) + "\n", style="dim")
     text.append(shown_text(turn) + "\n")
+    calls = turn.get("tool_calls") or []
+    if calls:  # a native tool call: its text is only the Thought
+        first = calls[0]
+        shown = turn["action_input"] if turn.get("action") else json.dumps(first["args"])
+        text.append("Action:", style="cyan")
+        text.append(f" {turn.get('action') or first['name']}[{clip(shown or '', 200)}]")
+        more = f" (+{len(calls) - 1} more tool calls, not run)" if len(calls) > 1 else ""
+        text.append(more + "\n", style="dim")
     approval = turn.get("approval")
     if approval is not None:
         text.append(approval_text(turn, approval) + "\n", style="yellow")

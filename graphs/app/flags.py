@@ -144,7 +144,7 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
             type=_parse(first),
             default=None,
             action="append" if first.kind is tuple else "store",
-            metavar=metavar + ("|none" if first.optional else ""),
+            metavar="|".join(first.choices) or metavar + ("|none" if first.optional else ""),
             help=help_text(takers),
         )
 

@@ -18,8 +18,7 @@ died and fail the runs it held. Processes started ``unreached`` never see one: t
 ends them, and a stop waits for everything the command started to be gone (``leftovers``).
 
 The guard holds from the first line of ``main`` (``hold``: SIGINT blocked until ``run`` takes
-it) to the end of the process: the program's own ``main`` ends it here (``_end``), since Python's
-exit sets SIGINT back to its default while it tears down its modules.
+it) to the process's end, which the program's own ``main`` makes here (``_end``).
 """
 
 from __future__ import annotations
@@ -57,8 +56,7 @@ _stopping = threading.Event()
 
 
 def park_if_stopping() -> None:
-    """On a thread of the command: never return once Ctrl-C is ending the process, so that
-    what the stop itself causes (its workers ended) is not reported as a failure."""
+    """On a command's thread: never return once Ctrl-C ends the process (no failures of it)."""
     if _stopping.is_set():
         threading.Event().wait()
 
@@ -155,7 +153,7 @@ def run(command: Callable[[], int], *, ending: bool = False) -> int:
         threading.Thread(target=body, name="reactgraph-command", daemon=True).start()
         came = _wait(reader)
         if ending:
-            _end(outcome, came)
+            _end(outcome, came, reader)
     finally:
         signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGINT, previous)
@@ -186,13 +184,15 @@ def _hint() -> str | None:
         return _state.hint
 
 
-def _end(outcome: dict[str, Any], came: bool) -> NoReturn:
-    """The end of the program, on the main thread, the guard still in place: what Python does
-    as it exits, then ``os._exit``. Left to Python, a Ctrl-C in its last part (SIGINT set back
-    to the default before the modules are torn down, seconds on a loaded machine) would kill
-    the process silently, and one before it would be a traceback. A Ctrl-C meanwhile (or one
-    that came as the command ended) is the hint and exit 130, as at any other moment."""
+def _end(outcome: dict[str, Any], came: bool, reader: socket.socket) -> NoReturn:
+    """The program's end, the guard in place: what Python does as it exits, then ``os._exit``
+    (Python's own exit sets SIGINT back to the default for seconds of teardown on a loaded
+    machine). A Ctrl-C meanwhile, or as the command ended (a byte on ``reader`` since ``_wait``
+    returned), is the hint and exit 130, as at any other moment."""
     signal.signal(signal.SIGINT, lambda *_: _stop(_hint()))
+    reader.setblocking(False)
+    with contextlib.suppress(OSError):
+        came = came or bytes([signal.SIGINT]) in reader.recv(64)
     if came:
         _stop(_hint())
     code = _exit_code(outcome)

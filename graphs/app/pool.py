@@ -29,8 +29,7 @@ from typing import Any, cast
 from reactgraph.app import interrupts
 from reactgraph.tools.loopthread import LoopThread
 
-_POLL_S = 0.2
-_START_WAIT_S = 30  # a bound against a start that hangs, not a timing
+_POLL_S, _START_WAIT_S = 0.2, 30  # the second a bound against a start that hangs, not a timing
 
 
 @dataclass(frozen=True)
@@ -94,8 +93,9 @@ def _worker(open_runner: OpenRunner, jobs: Any, results: Any, slots: int) -> Non
         results.send(("want", None))
         return await asyncio.to_thread(jobs.recv)
 
-    # SIGINT is blocked here from the start (``interrupts.unreached``): the parent ends workers.
-    asyncio.run(_serve(open_runner, take, results.send, slots))
+    # SIGINT blocked from the start (``unreached``): the parent ends it; a closed pipe: it is gone.
+    with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
+        asyncio.run(_serve(open_runner, take, results.send, slots))
 
 
 def check_counts(**counts: int) -> None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reactgraph import build_graph
+from reactgraph.app.eval.arms import PREBUILT
+from reactgraph.app.eval.prebuilt import Contender
 from reactgraph.app.flags import RunOptions
 from reactgraph.app.pool import Job, Runner
 from reactgraph.batch import result_of
@@ -50,12 +52,13 @@ class Recipe:
     """Builds the chat model instead of ``chat_model(model, ...)``: a scripted model in tests,
     any LangChain chat model from Python. Picklable (a module-level function) for workers."""
 
-    def config(self, variant: str) -> dict[str, Any]:
+    def config(self, variant: str, **changes: Any) -> dict[str, Any]:
         """What a run's answer depends on besides its question: the model and its server, the
-        variant's settings that change answers (given or defaulted), the corpus and the tools.
-        Part of a result's identity: a result made under another config is not reused."""
+        variant's settings that change answers (given, changed by ``changes``, or defaulted),
+        the corpus and the tools. Part of a result's identity: a result made under another
+        config is not reused."""
         spec = spec_of(variant)
-        built = spec.built(taken_by(variant, self.settings)).as_dict()
+        built = spec.built({**taken_by(variant, self.settings), **changes}).as_dict()
         settings = {s.name: built[s.name] for s in spec.settings if s.build and s.changes_answers}
         options = self.options
         return {
@@ -134,23 +137,30 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
     async with aopen_db(recipe.db) as (saver, store):
         leases: dict[str, Lease] = {}
         guarded = GuardedSaver(saver, leases)
-        graphs: dict[str, Any] = {}
+        graphs: dict[tuple[str, str | None], Any] = {}
 
         def graph_for(job: Job) -> Any:
             extra = job.extra or {}
             variant = extra.get("variant", recipe.variant)
+            chosen = extra.get("action_format")  # an eval's arm says its format
             pages = extra.get("pages")
-            if variant in graphs and pages is None:
-                return graphs[variant]
-            settings = taken_by(variant, recipe.settings)
-            notes = store if recipe.options.notes_in_db else None
+            if (variant, chosen) in graphs and pages is None:
+                return graphs[variant, chosen]
             # A question with its own pages (HotpotQA) searches those, and only those.
             own = tools if pages is None else default_tools(pages=pages)
-            graph = build_graph(
-                variant, model=model, tools=own, checkpointer=guarded, store=notes, **settings
-            )
+            if variant == PREBUILT:
+                cap = spec_of(recipe.variant).built(taken_by(recipe.variant, recipe.settings))
+                graph: Any = Contender(model, own, guarded, cap.max_turns)
+            else:
+                settings = taken_by(variant, recipe.settings)
+                if chosen is not None:
+                    settings["action_format"] = chosen
+                notes = store if recipe.options.notes_in_db else None
+                graph = build_graph(
+                    variant, model=model, tools=own, checkpointer=guarded, store=notes, **settings
+                )
             if pages is None:
-                graphs[variant] = graph
+                graphs[variant, chosen] = graph
             return graph
 
         async def run(job: Job) -> dict[str, Any]:
@@ -188,9 +198,15 @@ async def _run_held(
     elif status == "interrupted":
         values = await graph.ainvoke(None, config)  # a killed worker left it half done
     elif status == "unknown":
-        variant = (job.extra or {}).get("variant", recipe.variant)
-        record = dataclasses.replace(recipe, variant=variant).record(job.thread_id, job.question)
-        await asyncio.to_thread(record.save, store)
+        extra = job.extra or {}
+        variant = extra.get("variant", recipe.variant)
+        if variant != PREBUILT:  # the prebuilt agent's thread is not a reactgraph run to show
+            settings = {**recipe.settings}
+            if extra.get("action_format") is not None:
+                settings["action_format"] = extra["action_format"]
+            own = dataclasses.replace(recipe, variant=variant, settings=settings)
+            record = own.record(job.thread_id, job.question)
+            await asyncio.to_thread(record.save, store)
         values = await graph.ainvoke({"question": job.question}, config)
     if recipe.prune and not values.get("__interrupt__"):  # a waiting run keeps its step
         await asyncio.to_thread(prune_thread, graph, recipe.db, job.thread_id)

@@ -9,25 +9,13 @@ from pathlib import Path
 
 from reactgraph.app import console as out
 from reactgraph.app.engines import Flight
+from reactgraph.app.eval.arms import arms_of, variants_of
 from reactgraph.app.eval.inputs import Item, bundled_questions, read_questions
 from reactgraph.app.eval.report import last_lines, write_report
 from reactgraph.app.eval.run import DATABASE, RESULTS, read_results, run_eval
 from reactgraph.app.options import UsageError, make_model
 from reactgraph.app.results import Results
 from reactgraph.app.running import engine_from, recipe_from
-from reactgraph.variants import REGISTRY, VARIANTS
-
-
-def chosen_variants(text: str) -> list[str]:
-    """``a,b,c`` as registered variant names, in that order, each once."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in REGISTRY]
-    if unknown or not names:
-        raise UsageError(
-            f"unknown variant(s) {', '.join(unknown) or '(none given)'} in --variants; "
-            f"choose from: {', '.join(VARIANTS)}"
-        )
-    return list(dict.fromkeys(names))
 
 
 def items_from(args: argparse.Namespace) -> list[Item]:
@@ -59,16 +47,17 @@ def source_of(args: argparse.Namespace) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    variants = chosen_variants(args.variants)
+    arms = arms_of(args.variants, getattr(args, "action_format", None))
+    variants = [a.label for a in arms]  # the result lines' and the report's names
     engine = engine_from(args)
     items = items_from(args)
     folder = Path(args.out)
     writable(folder)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
-    args.variant = variants[0]  # the recipe's own; each pair names its variant
+    args.variant = variants_of(arms)[0]  # the recipe's own; each pair names its arm
     args.db = args.db or str((folder / DATABASE).resolve())
     # A setting applies to the chosen variants that take it (one of them at least).
-    recipe = recipe_from(args, variants)
+    recipe = recipe_from(args, variants_of(arms))
     started = time.perf_counter()
     flight = Flight()
     with out.progress(flight) as bar:

@@ -29,7 +29,8 @@ def add_eval_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> No
     evaluate.add_argument(
         "--variants",
         default=",".join(VARIANTS),
-        help="comma-separated variants to compare",
+        help="comma-separated variants to compare; VARIANT:tool_calls for a variant whose model "
+        "calls its tools natively, prebuilt for LangGraph's prebuilt agent as a contender",
     )
     evaluate.add_argument(
         "--format", choices=("jsonl", "hotpotqa"), default="jsonl", help="the questions' format"

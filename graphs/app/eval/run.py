@@ -4,12 +4,13 @@ on a thread of its own in the eval's database, its scored result appended to ``r
 A re-run skips the pairs with a result line and resumes those a kill left half done, so no pair
 is run twice and none is lost. A HotpotQA question searches only its own paragraphs.
 
-A pair's thread belongs to its question set (``source``), variant, id, question text, pages
-and config (the model, its server, the settings that change answers, the corpus and the tools:
-``Recipe.config``); its result line to its variant, id, question text, gold answers, question set
-and config. So a question edited (or another set's question with the same id) runs anew, a
-re-run under other settings or another model runs anew (and says so), and a gold answer edited
-is scored again from the finished thread, without a model call.
+A pair's thread belongs to its question set (``source``), arm (its variant and action format, or
+the prebuilt agent: ``arms``), id, question text, pages and config (the model, its server, the
+settings that change answers, the corpus and the tools: ``Recipe.config``); its result line to
+its arm, id, question text, gold answers, question set and config. So a question edited (or
+another set's question with the same id) runs anew, a re-run under other settings or another
+model runs anew (and says so), a result is never reused for another action format, and a gold
+answer edited is scored again from the finished thread, without a model call.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from reactgraph.app.engines import Engine, Flight, run_jobs
+from reactgraph.app.eval.arms import PREBUILT, arm
 from reactgraph.app.eval.inputs import Item
 from reactgraph.app.eval.score import score_answer
 from reactgraph.app.pool import Job
@@ -41,7 +43,16 @@ def pair_key(variant: str, item_id: str) -> str:
 # A result line counts as done only for the input it scored, under the config it ran with.
 SCORED = keyed_by("question", "gold", "questions", "config")
 Configs = Mapping[str, Any]
-"""Each variant's ``Recipe.config``, by variant."""
+"""Each arm's config (``config_of``), by its label."""
+
+
+def config_of(recipe: Recipe, label: str) -> dict[str, Any]:
+    """The config an arm's results are made under (``Recipe.config``): its variant in its action
+    format, or for the prebuilt agent the recipe's own with the agent named."""
+    chosen = arm(label)
+    if chosen.prebuilt:
+        return {**recipe.config(recipe.variant), "agent": PREBUILT}
+    return recipe.config(chosen.variant, action_format=chosen.action_format)
 
 
 def thread_of(variant: str, item: Item, source: str = "", config: Any = None) -> str:
@@ -51,7 +62,8 @@ def thread_of(variant: str, item: Item, source: str = "", config: Any = None) ->
     run = json.dumps([source, variant, item.id, item.question, pages], ensure_ascii=True)
     if config is not None:
         run += digest(config)
-    return f"eval-{variant}-{hashlib.sha256(run.encode()).hexdigest()[:16]}"
+    name = variant.replace(":", "-")  # transcript:tool_calls -> transcript-tool_calls
+    return f"eval-{name}-{hashlib.sha256(run.encode()).hexdigest()[:16]}"
 
 
 def pairs_to_run(
@@ -74,11 +86,14 @@ def jobs_for(
     pairs: Iterable[tuple[Item, str]], source: str = "", configs: Configs | None = None
 ) -> Iterator[Job]:
     """A job per pair, made as it is taken: a question set of any size never has all its
-    jobs (each with a copy of its question's pages) in memory at once."""
-    for index, (item, variant) in enumerate(pairs):
+    jobs (each with a copy of its question's pages) in memory at once. A pair names its arm
+    (``reactgraph.app.eval.arms``); the job, the variant and action format it runs."""
+    for index, (item, label) in enumerate(pairs):
         pages = {t: list(p) for t, p in item.pages.items()} if item.pages else None
-        extra = {"variant": variant, "item": item.id, "pages": pages}
-        thread = thread_of(variant, item, source, (configs or {}).get(variant))
+        chosen = arm(label)
+        extra = {"variant": chosen.variant, "item": item.id, "pages": pages}
+        extra["action_format"] = chosen.action_format
+        thread = thread_of(label, item, source, (configs or {}).get(label))
         yield Job(index, item.question, thread, extra)
 
 
@@ -91,6 +106,7 @@ def scored(
         "key": pair_key(variant, item.id),
         "id": item.id,
         "variant": variant,
+        "action_format": arm(variant).action_format,
         "questions": source,
         "config": config,
         "question": item.question,
@@ -136,7 +152,7 @@ def run_eval(
     if not recipe.db:
         recipe = dataclasses.replace(recipe, db=str((folder / DATABASE).resolve()))
     results = Results(str(folder / RESULTS), identity=SCORED)
-    configs = {variant: recipe.config(variant) for variant in variants}
+    configs = {label: config_of(recipe, label) for label in variants}
     try:
         results.refresh(report=True)
         todo = other = 0

@@ -1,0 +1,120 @@
+"""Binding the tools to a model for the ``tool_calls`` action format.
+
+Each tool, and each of the variant's own actions (``update_notes``), becomes the JSON schema of a
+function, built from the arguments the model is meant to write (``toolio.visible_args``: the same
+reading of every tool form as the text format's; injected arguments never shown). The model's
+``bind_tools`` turns them into the call arguments its provider wants (``tools``, and for the
+OpenAI family ``tool_choice="auto"``, which llama-cpp-python's chatml-function-calling needs
+before it calls anything); every call of the run passes those, through the same retries,
+deadline and streaming as the text format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableBinding
+from langchain_core.tools import BaseTool
+
+from reactgraph.nodes import prompts
+from reactgraph.nodes.injection import Injected
+from reactgraph.nodes.toolio import RAW, Uncallable, visible_args
+
+RAW_PARAMETER = "input"
+"""What a tool that takes only ``*args`` calls its one argument in its schema."""
+
+
+def parameters(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The arguments the model writes for ``tool``, name -> JSON schema (none when its schema
+    cannot be read: a call to it gets an Observation saying so)."""
+    try:
+        shown = visible_args(tool, hidden)
+    except Uncallable:
+        return {}
+    if list(shown) == [RAW]:
+        return {RAW_PARAMETER: {"type": "string"}}
+    return {name: dict(spec) if isinstance(spec, Mapping) else {} for name, spec in shown.items()}
+
+
+def _hidden(tool: BaseTool, injected: Mapping[str, Injected]) -> frozenset[str]:
+    return getattr(injected.get(tool.name), "hidden", frozenset())
+
+
+def _function(name: str, description: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+    required = [n for n, spec in properties.items() if "default" not in spec]
+    schema = {"type": "object", "properties": dict(properties), "required": required}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": schema},
+    }
+
+
+def action_parameters(
+    tools: Mapping[str, BaseTool],
+    injected: Mapping[str, Injected],
+    extra_actions: Sequence[tuple[str, str]],
+) -> dict[str, tuple[str, ...]]:
+    """Every action the model may call with the names of its arguments (the reader maps a
+    call's arguments to the turn record's ``action_input`` with them)."""
+    found = {name: tuple(parameters(tool, _hidden(tool, injected))) for name, tool in tools.items()}
+    found.update({name: ("text",) for name, _ in extra_actions})
+    return found
+
+
+def tool_schemas(
+    tools: Mapping[str, BaseTool],
+    injected: Mapping[str, Injected],
+    extra_actions: Sequence[tuple[str, str]],
+    notes_limit: int | None,
+) -> list[dict[str, Any]]:
+    """The functions the model may call: the tools, then the variant's own actions (their
+    descriptions filled with the run's ``max_notes_chars``)."""
+    schemas = [
+        _function(
+            name,
+            " ".join(tool.description.split()),
+            parameters(tool, _hidden(tool, injected)),
+        )
+        for name, tool in tools.items()
+    ]
+    for name, description in extra_actions:
+        text = {"type": "string", "description": prompts.UPDATE_NOTES_TEXT}
+        filled = description.replace(prompts.NOTES_LIMIT, str(notes_limit))
+        schemas.append(_function(name, filled[:1].upper() + filled[1:], {"text": text}))
+    return schemas
+
+
+def _openai_family(model: BaseChatModel) -> bool:
+    # By name, as ``streaming`` does: importing langchain-openai costs a second.
+    return any(cls.__name__ == "BaseChatOpenAI" for cls in type(model).__mro__)
+
+
+def binding_options(model: BaseChatModel) -> dict[str, Any]:
+    """What ``bind_tools`` is given besides the tools: ``tool_choice="auto"`` for the OpenAI
+    family (OpenAI's own default; llama-cpp-python's chatml-function-calling ignores the tools
+    without it), nothing for other models (their default)."""
+    return {"tool_choice": "auto"} if _openai_family(model) else {}
+
+
+def bound_arguments(model: BaseChatModel, schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    """The call arguments ``model.bind_tools(schemas)`` adds (none when it returns the model
+    itself). ValueError, saying what to do, for a model that cannot bind tools, or whose binding
+    is another runnable than the model with call arguments."""
+    try:
+        bound = model.bind_tools(schemas, **binding_options(model))
+    except NotImplementedError:
+        raise ValueError(
+            f"action_format='tool_calls' needs a chat model that can bind tools: "
+            f"{type(model).__name__} has no bind_tools; use action_format='text' with it"
+        ) from None
+    if bound is model:
+        return {}  # a model that keeps its tools itself (some test doubles)
+    if not isinstance(bound, RunnableBinding) or bound.bound is not model:
+        raise ValueError(
+            f"action_format='tool_calls': {type(model).__name__}.bind_tools returned "
+            f"{type(bound).__name__}, not the model with its call arguments bound (which this "
+            "loop passes on each call itself); use action_format='text' with it"
+        )
+    return dict(bound.kwargs)
