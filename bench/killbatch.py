@@ -73,7 +73,7 @@ def thread_turns(folder: Path) -> dict[str, int]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from reactgraph.app.options import reader
     from reactgraph.storage import open_db
-    from reactgraph.storage.status import read_thread
+    from reactgraph.storage.snapshots import read_thread
 
     turns = {}
     with open_db(str(folder / "runs.sqlite"), read_only=True) as (saver, _):

@@ -35,7 +35,7 @@ from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import adrive, drive
 from reactgraph.nodes.model import call_model, force_answer
 from reactgraph.nodes.state import InputState, State
-from reactgraph.nodes.tooling import run_tool
+from reactgraph.nodes.tool_runs import run_tool
 from reactgraph.spec import Body, Variant
 
 Router = Callable[[Mapping[str, Any]], str]

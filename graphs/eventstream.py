@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from reactgraph.nodes import streaming
 from reactgraph.nodes.streaming import MalformedReply
 
 MAX_BODY = 16 * 1024 * 1024  # a reply of 4,096 tokens is about 16 KB
@@ -87,6 +88,8 @@ def reply(response: Any, body: bytes) -> Any:
     events when it holds a completion, else as it came (without its transfer headers: it is
     whole and decoded now)."""
     events = as_events(body)
+    if events is None:
+        streaming.note_unreadable()  # the client's "no chunks" then means this, not a cut stream
     kind = "text/event-stream" if events is not None else response.headers.get("content-type")
     return type(response)(
         200,

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.statuses import Status
 from reactgraph.nodes.view import WHOLE, View
 from reactgraph.settings import Setting, check_all, settings_of
 
@@ -78,8 +77,6 @@ class Variant:
     """Its runs' settings: the class whose fields it takes (``NotesSettings``...)."""
     defaults: Mapping[str, Any]
     """Its own defaults over the declared ones (``{"max_turns": 40}``)."""
-    statuses: tuple[Status, ...]
-    """How its runs can end."""
     before_model: tuple[Step, ...] = ()
     actions: tuple[Action, ...] = ()
     view: View = WHOLE

@@ -34,7 +34,7 @@ from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.state import Approval, ParsedReply, State
 from reactgraph.nodes.storable import storable
-from reactgraph.nodes.tooling import truncate
+from reactgraph.nodes.tool_runs import truncate
 from reactgraph.nodes.transcript import new_turn
 
 logger = logging.getLogger(__name__)

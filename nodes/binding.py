@@ -1,8 +1,8 @@
 """Binding the tools to a model for the ``tool_calls`` action format.
 
 Each tool, and each of the variant's own actions (``update_notes``), becomes the JSON schema of a
-function, built from the arguments the model is meant to write (``toolio.visible_args``: the same
-reading of every tool form as the text format's; injected arguments never shown). The model's
+function, built from the arguments the model is meant to write (``tool_input.visible_args``: the
+same reading of every tool form as the text format's; injected arguments never shown). The model's
 ``bind_tools`` turns them into the call arguments its provider wants (``tools``, and for the
 OpenAI family ``tool_choice="auto"``, which llama-cpp-python's chatml-function-calling needs
 before it calls anything); every call of the run passes those, through the same retries,
@@ -20,7 +20,7 @@ from langchain_core.tools import BaseTool
 
 from reactgraph.nodes import prompts
 from reactgraph.nodes.injection import Injected
-from reactgraph.nodes.toolio import RAW, Uncallable, visible_args
+from reactgraph.nodes.tool_input import RAW, Uncallable, visible_args
 
 RAW_PARAMETER = "input"
 """What a tool that takes only ``*args`` calls its one argument in its schema."""

@@ -20,7 +20,7 @@ from reactgraph.nodes.model import ask
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.nodes.run_settings import CompactionSettings, narrowed
 from reactgraph.nodes.state import CompactionRecord, ModelReply, State, Turn
-from reactgraph.nodes.tooling import truncate
+from reactgraph.nodes.tool_runs import truncate
 from reactgraph.nodes.transcript import render_prompt, visible_turns
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from reactgraph.nodes.injection import Injected, injected_args
 from reactgraph.nodes.providers import ModelCaller
 from reactgraph.nodes.run_settings import RunSettings, notes_limit
 from reactgraph.nodes.tokens import TokenCounter
-from reactgraph.nodes.toolio import Uncallable, describe_schema, visible_args
+from reactgraph.nodes.tool_input import Uncallable, describe_schema, visible_args
 from reactgraph.nodes.view import WHOLE, View
 
 logger = logging.getLogger(__name__)

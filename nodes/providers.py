@@ -154,12 +154,8 @@ class ModelCaller:
         self.deadline = call_deadline(model)
         self.url = model_url(model)
         self._stop_ok = accepts_stop(model_name)
+        self._tools_plain = False  # its server cut a stream of a call with tools bound
         self._lock = threading.Lock()
-
-    @property
-    def sends_stop(self) -> bool:
-        """Whether calls still pass ``stop`` (False once the model rejected it)."""
-        return self._stop_ok
 
     def _arguments(self, stop: list[str] | None, limits: Limits) -> dict[str, Any]:
         arguments: dict[str, Any] = {"stop": stop} if stop and self._stop_ok else {}
@@ -210,7 +206,7 @@ class ModelCaller:
         ``bound``: call arguments of the model's ``bind_tools`` (the tools), sent with each
         attempt."""
         limits = limits or Limits()
-        attempt, plain = 0, False
+        attempt, plain = 0, bool(bound) and self._tools_plain
         while True:
             attempt += 1
             arguments = {**(bound or {}), **self._arguments(stop, limits)}
@@ -227,6 +223,9 @@ class ModelCaller:
                 # chooses), and not counted as a retry.
                 logger.warning("%s; asking again, not streamed", error)
                 streamchoice.note_cut(self.model)
+                if bound and not self._tools_plain:  # chatml-function-calling's tool calls
+                    logger.warning("calling it without streaming when it has tools from now on")
+                    self._tools_plain = True
                 attempt, plain = attempt - 1, True
             except Exception as error:
                 yield Pause(self._on_error(error, attempt, stop, limits))

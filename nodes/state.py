@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal, NotRequired
 from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict
 
+from reactgraph.nodes.endings import Status
 from reactgraph.nodes.reducers import Chat, Rare, Replaced, Transcript
-from reactgraph.nodes.statuses import Status
 
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
 TokenSource = Literal["usage", "tiktoken", "estimate"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import operator
 import threading
@@ -42,6 +43,16 @@ _CUT_OLLAMA = {"done_reason": ("length",)}
 # and langchain-openai's for a completion without choices (KeyError, or TypeError when null).
 NO_CHUNKS = "No generation chunks were returned"
 NO_CHOICES = "'choices'"
+
+
+# Set by the transport (``reactgraph.eventstream``) when the streamed request it just sent got a
+# plain 200 body that is no chat completion; an empty event stream is a cut one.
+_UNREADABLE = contextvars.ContextVar("reactgraph_unreadable_reply", default=False)
+
+
+def note_unreadable() -> None:
+    """The request being read got a plain reply that no stream can be made of."""
+    _UNREADABLE.set(True)
 
 
 class MalformedReply(ValueError):
@@ -128,9 +139,11 @@ def _checked(model: BaseChatModel, message: Any, forced: bool) -> Any:
 
 
 @contextlib.contextmanager
-def _reading() -> Iterator[None]:
+def _reading(model: BaseChatModel) -> Iterator[None]:
     """Reading the reply: a body that is not UTF-8, a completion without choices, or a streamed
-    request answered with no event stream at all, is a ``MalformedReply``."""
+    request answered with no event stream at all, is a ``MalformedReply``; an OpenAI-compatible
+    event stream with no event in it, a ``StreamCut``."""
+    _UNREADABLE.set(False)
     try:
         yield
     except UnicodeDecodeError as error:
@@ -143,6 +156,8 @@ def _reading() -> Iterator[None]:
     except ValueError as error:
         if NO_CHUNKS not in str(error):
             raise
+        if openai_family(model) and not _UNREADABLE.get():
+            raise StreamCut("the streamed reply ended with no event (cut short)") from error
         raise MalformedReply("the reply to a streamed request was not an event stream") from error
 
 
@@ -208,7 +223,7 @@ class ModelCall:
         def call() -> Any:
             chosen = "plain" if self.plain else streamchoice.mode(self.model)
             streamed = streamchoice.probe(self.model) if chosen == "probe" else chosen == "stream"
-            with _reading():
+            with _reading(self.model):
                 if abandoned.is_set():
                     return None  # given up on while the server was asked: nobody waits
                 if streamed:
@@ -229,7 +244,7 @@ class ModelCall:
         streamed = (
             await streamchoice.aprobe(self.model) if chosen == "probe" else chosen == "stream"
         )
-        with _reading():
+        with _reading(self.model):
             if streamed:
                 return await agather(self.model, self.messages, config, self.arguments)
             reply = await self.model.ainvoke(self.messages, config, **self._plain_arguments())

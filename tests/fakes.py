@@ -279,9 +279,9 @@ def echo_question_model() -> ScriptedChatModel:
 def scripted_recipe(
     db: str | os.PathLike[str], model_factory: Callable[[], Any] = echo_question_model
 ) -> Any:
-    """A worker's ``Recipe`` (``reactgraph.app.runner``) for the transcript variant on ``db``,
+    """A worker's ``Recipe`` (``reactgraph.app.recipe``) for the transcript variant on ``db``,
     its model made by ``model_factory`` (module-level, so that it crosses into workers)."""
-    from reactgraph.app.runner import Recipe
+    from reactgraph.app.recipe import Recipe
 
     return Recipe(
         variant="transcript",

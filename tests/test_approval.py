@@ -14,7 +14,7 @@ from langgraph.types import Command
 
 from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.decisions import MAX_RESUME_CHARS
-from reactgraph.nodes.status import status_of
+from reactgraph.nodes.standing import status_of
 from reactgraph.variants import REGISTRY
 from tests.fakes import Runner, ToolLog, action, add, answer, fake_model, prompt_text
 

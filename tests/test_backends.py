@@ -15,7 +15,7 @@ from reactgraph.storage.backends import Backend, database_backend, registered
 from reactgraph.storage.database import RunRecord, new_record, open_db
 from reactgraph.storage.locks import ThreadBusy, thread_lock
 from reactgraph.storage.pruning import prune_thread
-from reactgraph.storage.status import thread_status
+from reactgraph.storage.snapshots import thread_status
 from tests.fakes import action, answer, fake_model
 from tests.test_persistence import TEST_ADDRESSES
 

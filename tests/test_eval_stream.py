@@ -11,7 +11,7 @@ import pytest
 
 from reactgraph.app.eval import run as eval_run
 from reactgraph.app.eval.inputs import Item
-from reactgraph.app.runner import Recipe
+from reactgraph.app.recipe import Recipe
 from tests.fakes import echo_for
 
 PAIRS = 1000

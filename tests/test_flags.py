@@ -12,7 +12,7 @@ import pytest
 from reactgraph.app import cli, flags
 from reactgraph.app.flags import MODEL_FLAGS, RunOptions, UsageError, flag, settings_from
 from reactgraph.app.options import run_settings
-from reactgraph.app.runner import Recipe, tool_timeout
+from reactgraph.app.recipe import Recipe, tool_timeout
 from reactgraph.nodes.run_settings import RunSettings, knob
 from reactgraph.variants import REGISTRY, VARIANTS
 

@@ -37,13 +37,13 @@ SCRIPT = textwrap.dedent(
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from reactgraph import build_graph
-    from reactgraph.app import runner as worker
+    from reactgraph.app import recipe as worker
     from reactgraph.app.cli import main
     from reactgraph.graph import DURABILITY
     from reactgraph.storage.database import new_record, open_db
     from reactgraph.app.pool import Job
     from reactgraph.scripted import ScriptedChatModel
-    from reactgraph.storage.status import read_thread
+    from reactgraph.storage.snapshots import read_thread
 
     db, mode, work, prefix = sys.argv[1:5]
     kill_at = [0]

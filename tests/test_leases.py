@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from reactgraph.app.pool import Job
-from reactgraph.app.runner import open_runner
+from reactgraph.app.recipe import open_runner
 from reactgraph.storage.database import open_db
 from reactgraph.storage.locks import Lease
 from tests.fakes import SEED, FakeOpenAIServer, scripted_recipe, seed_responder

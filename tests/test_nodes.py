@@ -21,7 +21,7 @@ from reactgraph.nodes.effects import adrive, drive
 from reactgraph.nodes.model import call_model
 from reactgraph.nodes.run_settings import NotesSettings
 from reactgraph.nodes.state import ModelReply, State, Turn
-from reactgraph.nodes.tooling import run_tool, truncate
+from reactgraph.nodes.tool_runs import run_tool, truncate
 from reactgraph.nodes.transcript import View, render_prompt
 from reactgraph.settings import check_all
 from reactgraph.variants import REGISTRY

@@ -25,7 +25,7 @@ from reactgraph.app.cli import main
 from reactgraph.app.engines import Flight, run_jobs
 from reactgraph.app.eval import run as eval_run
 from reactgraph.app.pool import Job
-from reactgraph.app.runner import Recipe
+from reactgraph.app.recipe import Recipe
 from tests import test_cli
 from tests.fakes import FakeOpenAIServer, Gate, echo_runner, seed_responder
 from tests.test_cli import lines_of

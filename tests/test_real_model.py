@@ -35,6 +35,7 @@ from reactgraph.nodes.tokens import TokenCounter
 from reactgraph.tools import calculator, search_tools
 from reactgraph.variants import REGISTRY
 from tests.llama_server import ALIAS, LlamaServer, available
+from tests.test_endings import ends_of
 
 pytestmark = [
     pytest.mark.slow,
@@ -104,7 +105,7 @@ def check_turns(result: dict[str, Any], source: str | None = "usage") -> None:
 @pytest.mark.parametrize("variant", list(REGISTRY))
 def test_every_variant_ends_with_a_known_status(server: LlamaServer, variant: str) -> None:
     result = graph(server, variant, max_turns=3).invoke({"question": QUESTION})
-    assert result["status"] in REGISTRY[variant].statuses
+    assert result["status"] in ends_of(REGISTRY[variant])
     assert result["turns"]
     check_turns(result)
     # The server was asked once whether it counts a streamed reply: it does not.
@@ -123,7 +124,7 @@ def test_a_compaction_with_a_real_summarizer_call(server: LlamaServer) -> None:
     threshold = (opening_tokens() + 150) / 2048
     built = graph(server, "compaction", max_turns=6, compaction_threshold=threshold, keep_turns=0)
     result = built.invoke({"question": QUESTION})
-    assert result["status"] in REGISTRY["compaction"].statuses
+    assert result["status"] in ends_of(REGISTRY["compaction"])
     (first, *_) = result["compactions"]
     assert first["prompt_tokens"] > 0 and first["token_source"] == "usage"
     assert 0 < first["completion_tokens"] <= CAP
@@ -157,7 +158,7 @@ def test_eight_concurrent_ainvoke_runs_in_every_variant(server: LlamaServer) -> 
     results = asyncio.run(main())
     assert len(results) == 8
     for (variant, _), result in zip(runs, results, strict=True):
-        assert result["status"] in REGISTRY[variant].statuses
+        assert result["status"] in ends_of(REGISTRY[variant])
         check_turns(result)
 
 
@@ -166,7 +167,7 @@ def test_a_sync_batch_of_eight_at_once(server: LlamaServer) -> None:
     inputs = [{"question": f"{QUESTION} (batch {n})"} for n in range(8)]
     results = built.batch(inputs, {"max_concurrency": 8})
     for result in results:
-        assert result["status"] in REGISTRY["transcript"].statuses
+        assert result["status"] in ends_of(REGISTRY["transcript"])
         check_turns(result)
 
 
@@ -180,7 +181,7 @@ def test_streamed_runs_at_once_survive_streams_cut_short(server: LlamaServer) ->
         return await asyncio.gather(*(built.ainvoke({"question": q}) for q in questions))
 
     for result in asyncio.run(main()):
-        assert result["status"] in REGISTRY["transcript"].statuses
+        assert result["status"] in ends_of(REGISTRY["transcript"])
         check_turns(result, source=None)  # a whole stream has no usage here: tiktoken
 
 
@@ -226,7 +227,7 @@ def test_ask_and_batch_from_the_command_line(server: LlamaServer, tmp_path: Path
     asked = cli("ask", QUESTION, *common, "--db", db, "--thread", "t1", cwd=tmp_path)
     # `ask` exits 0 on an answer and 1 on any other ending; a 135M model rarely answers.
     shown = re.findall(r"^Status: (\w+)$", asked.stdout, re.MULTILINE)
-    assert shown and shown[-1] in REGISTRY["transcript"].statuses, asked.stdout[-2000:]
+    assert shown and shown[-1] in ends_of(REGISTRY["transcript"]), asked.stdout[-2000:]
     assert asked.returncode == (0 if shown[-1] == "answered" else 1), asked.stderr
     assert "Traceback" not in asked.stderr, asked.stderr
     assert "(usage)" in asked.stdout and "(tiktoken)" not in asked.stdout  # the server's counts
@@ -249,4 +250,4 @@ def test_ask_and_batch_from_the_command_line(server: LlamaServer, tmp_path: Path
     assert batch.returncode == 0, batch.stderr
     results = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(r["id"] for r in results) == ["q0", "q1"]
-    assert all(r["status"] in REGISTRY["transcript"].statuses for r in results)
+    assert all(r["status"] in ends_of(REGISTRY["transcript"]) for r in results)

@@ -24,7 +24,7 @@ NOT_FOR_READING = (
     "psycopg",
     "mcp",
     "langchain_mcp_adapters",
-    "reactgraph.app.runner",
+    "reactgraph.app.recipe",
     "reactgraph.app.pool",
     "reactgraph.app.options",
     "reactgraph.tools.mcp",

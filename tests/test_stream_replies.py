@@ -21,6 +21,7 @@ from tests.fakes import (
     NO_CHOICES,
     NOT_UTF8,
     Cut,
+    EmptyStream,
     FakeOpenAIServer,
     Fault,
     Raw,
@@ -111,14 +112,31 @@ def test_ask_uses_a_plain_reply_to_its_streamed_request(
     assert openai_server.requests[0]["stream"] is True
 
 
-@pytest.mark.parametrize("sent", ["", "Thought: half a th"], ids=["empty", "partial"])
+@pytest.mark.parametrize("sent", ["", "Thought: half a th", None], ids=["empty", "partial", "none"])
 def test_a_stream_cut_short_is_asked_again_plain_and_not_counted(
-    openai_server: FakeOpenAIServer, run: Runner, sent: str
+    openai_server: FakeOpenAIServer, run: Runner, sent: str | None
 ) -> None:
-    openai_server.script.extend([Cut(answer("never"), sent=sent), answer("whole")])
+    """Cut after its first chunk (empty or not), or with no event at all (the stream's
+    ``[DONE]`` missing too): llama-cpp-python's server does both."""
+    cut = EmptyStream(answer("never")) if sent is None else Cut(answer("never"), sent=sent)
+    openai_server.script.extend([cut, answer("whole")])
     out = run(http_graph(openai_server, stream=True, model_retries=0), {"question": "q"})
     assert out["answer"] == "whole" and len(out["turns"]) == 1  # the cut part never acted on
     assert out["turns"][0]["token_source"] == "usage"
+    assert [r.get("stream") for r in openai_server.requests] == [True, False]
+
+
+def test_a_users_own_chat_openai_reads_a_plain_reply_to_its_stream_by_asking_plain(
+    openai_server: FakeOpenAIServer, run: Runner
+) -> None:
+    """Without chat_model's transport, a plain reply to a streamed request reads as a stream
+    with no event: it is asked again plain, and that reply is used."""
+    from langchain_openai import ChatOpenAI
+
+    openai_server.script.extend([Unstreamed(answer("never")), answer("whole")])
+    llm = ChatOpenAI(model="gpt-4o-mini", base_url=openai_server.url, api_key="k", streaming=True)
+    out = run(build_graph("transcript", model=llm, tools=[], model_retries=0), {"question": "q"})
+    assert out["answer"] == "whole" and len(out["turns"]) == 1
     assert [r.get("stream") for r in openai_server.requests] == [True, False]
 
 

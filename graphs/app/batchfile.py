@@ -2,7 +2,7 @@
 ends, so an interrupted batch re-run skips what is done and loses nothing already written.
 
 Each question runs on a thread of the database named after the questions file, the variant, the
-question's id and a digest of its text, under that thread's lock (``reactgraph.app.runner``), in one
+question's id and a digest of its text, under that thread's lock (``reactgraph.app.recipe``), in one
 of ``workers`` processes. A re-run skips the questions with a result, resumes a thread a killed
 worker left half done, and reports a finished one without running it again. A result line and a
 thread count only for the id with the very text they answered: an edited question runs again.
@@ -23,9 +23,9 @@ from reactgraph.app.engines import Engine, Flight, run_jobs
 from reactgraph.app.jsonl import MAX_LINE_BYTES, BadLine
 from reactgraph.app.pool import Job
 from reactgraph.app.questions import line_id, question_lines, question_text
+from reactgraph.app.recipe import Recipe, open_runner
 from reactgraph.app.results import Results, digest, keyed_by
-from reactgraph.app.runner import Recipe, open_runner
-from reactgraph.nodes.statuses import AWAITING
+from reactgraph.nodes.endings import AWAITING
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 

@@ -22,7 +22,7 @@ from reactgraph.storage.address import DEFAULT_DB
 from reactgraph.variants import VARIANTS
 
 DEFAULT_MODEL = "gpt-4o-mini"
-RUNNING = "reactgraph.app.running"
+RUNNING = "reactgraph.app.run_commands"
 VIEWING = "reactgraph.app.viewing"
 
 
@@ -91,9 +91,6 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
     return value
-
-
-NO_CAP = "none"
 
 
 def make_parser() -> Parser:

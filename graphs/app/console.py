@@ -20,9 +20,9 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from reactgraph.nodes.endings import ENDINGS
 from reactgraph.nodes.notes import UPDATE_NOTES
 from reactgraph.nodes.prompts import DECIDED, NOTES_ELIDED
-from reactgraph.nodes.statuses import ENDINGS
 from reactgraph.storage.database import RecordDamaged, RunRecord
 
 console = Console(highlight=False, soft_wrap=True)

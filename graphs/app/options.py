@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 
 from reactgraph import build_graph
 from reactgraph.app.flags import RunOptions, UsageError, settings_from
-from reactgraph.app.runner import tool_timeout, toolset
+from reactgraph.app.recipe import tool_timeout, toolset
 from reactgraph.models import chat_model
 from reactgraph.storage.backends import database_backend, faults
 from reactgraph.storage.database import DatabaseError, RunRecord, explain, thread_lock

@@ -17,7 +17,7 @@ from reactgraph.storage.database import open_db
 from reactgraph.storage.locks import ThreadBusy
 from reactgraph.storage.pruning import prune_thread, vacuum
 from reactgraph.storage.records import RecordDamaged, RunRecord
-from reactgraph.storage.status import ThreadDamaged, thread_status
+from reactgraph.storage.snapshots import ThreadDamaged, thread_status
 
 
 def cmd_prune(args: argparse.Namespace) -> int:

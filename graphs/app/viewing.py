@@ -15,11 +15,11 @@ from reactgraph.app.approving import pending_action
 from reactgraph.app.flags import UsageError
 from reactgraph.app.hints import resume_hint
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
-from reactgraph.nodes.status import AWAITING
+from reactgraph.nodes.standing import AWAITING
 from reactgraph.scripted import ScriptedChatModel
 from reactgraph.storage.database import RECORDS_PAGE, NoDatabase, RunRecord, open_db
 from reactgraph.storage.records import RecordDamaged
-from reactgraph.storage.status import ThreadDamaged, read_thread
+from reactgraph.storage.snapshots import ThreadDamaged, read_thread
 from reactgraph.variants import VARIANTS, variant
 
 

@@ -54,7 +54,7 @@ async def aopen_db(db: str = DEFAULT_DB) -> AsyncIterator[tuple[BaseCheckpointSa
 
 
 def thread_status(graph: CompiledStateGraph, thread_id: str) -> ThreadStatus:
-    """``reactgraph.storage.status.thread_status``: the one status every command reads."""
-    from reactgraph.storage.status import thread_status as status
+    """``reactgraph.storage.snapshots.thread_status``: the one status every command reads."""
+    from reactgraph.storage.snapshots import thread_status as status
 
     return status(graph, thread_id)

@@ -15,7 +15,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite
 
 from reactgraph.storage.backends import database_backend
-from reactgraph.storage.status import read_thread, status_of
+from reactgraph.storage.snapshots import read_thread, status_of
 
 
 class NotFinished(RuntimeError):

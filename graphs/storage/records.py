@@ -6,7 +6,7 @@ disk fault, an older or foreign writer, a hand edit) can leave one without a fie
 of the wrong type, or not an object at all. Such a record is ``RecordDamaged``, an error that
 names its thread: reading it is one line (exit 2), and the listings give it as damaged, never
 stopping at it, so one record costs one thread, as a damaged checkpoint does
-(``reactgraph.storage.status.ThreadDamaged``).
+(``reactgraph.storage.snapshots.ThreadDamaged``).
 """
 
 from __future__ import annotations

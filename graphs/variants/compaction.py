@@ -16,7 +16,6 @@ COMPACTION = Variant(
     summary="Summarizes its history near the context window and goes on in a fresh window.",
     settings_type=CompactionSettings,
     defaults={"max_turns": 60},
-    statuses=("answered", "turn_limit", "stuck", "context_exhausted", "awaiting_approval"),
     before_model=(COMPACT_HISTORY,),
     view=View(summary=True),
     at_cap="force_answer",

@@ -16,7 +16,6 @@ NOTES = Variant(
     summary="A long loop whose plan lives in notes; the model sees them and the last turns.",
     settings_type=NotesSettings,
     defaults={"max_turns": 40},
-    statuses=("answered", "stopped_early", "stuck", "awaiting_approval"),
     before_model=(LOAD_NOTES,),
     actions=(UPDATE_NOTES,),
     view=View(notes=True, window=True),

@@ -19,7 +19,6 @@ NOTES_COMPACTION = Variant(
     summary="Notes and a window, plus summaries when even the window nears the context limit.",
     settings_type=NotesCompactionSettings,
     defaults={"max_turns": 60},
-    statuses=("answered", "stopped_early", "stuck", "context_exhausted", "awaiting_approval"),
     before_model=(LOAD_NOTES, COMPACT_HISTORY),
     actions=(UPDATE_NOTES,),
     view=View(notes=True, window=True, summary=True),

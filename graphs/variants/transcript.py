@@ -10,6 +10,5 @@ TRANSCRIPT = Variant(
     summary="The plain loop: the model sees the whole transcript; a forced answer at the cap.",
     settings_type=RunSettings,
     defaults={"max_turns": 10},
-    statuses=("answered", "turn_limit", "stuck", "awaiting_approval"),
     at_cap="force_answer",
 )

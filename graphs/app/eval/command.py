@@ -15,7 +15,7 @@ from reactgraph.app.eval.report import last_lines, write_report
 from reactgraph.app.eval.run import DATABASE, RESULTS, read_results, run_eval
 from reactgraph.app.options import UsageError, make_model
 from reactgraph.app.results import Results
-from reactgraph.app.running import engine_from, recipe_from
+from reactgraph.app.run_commands import engine_from, recipe_from
 
 
 def items_from(args: argparse.Namespace) -> list[Item]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from reactgraph.app.eval.score import score_answer
-from reactgraph.nodes.statuses import ENDINGS, STATUSES
+from reactgraph.nodes.endings import ENDINGS, STATUSES
 
 logger = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from reactgraph.app.eval.arms import PREBUILT, arm
 from reactgraph.app.eval.inputs import Item
 from reactgraph.app.eval.score import score_answer
 from reactgraph.app.pool import Job
+from reactgraph.app.recipe import Recipe, open_runner
 from reactgraph.app.results import Results, digest, keyed_by
-from reactgraph.app.runner import Recipe, open_runner
 
 RESULTS = "results.jsonl"
 DATABASE = "runs.sqlite"

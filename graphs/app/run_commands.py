@@ -15,14 +15,14 @@ from reactgraph.app.engines import check_engine
 from reactgraph.app.hints import saved_hint
 from reactgraph.app.live import start, stream_run
 from reactgraph.app.options import UsageError, build_for, held, make_model, run_settings
-from reactgraph.app.runner import Recipe
+from reactgraph.app.recipe import Recipe
 from reactgraph.app.viewing import load_record
-from reactgraph.nodes.status import AWAITING
+from reactgraph.nodes.standing import AWAITING
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.storage.backends import database_backend
 from reactgraph.storage.database import RunRecord, new_record, open_db
 from reactgraph.storage.locks import lease_saver
-from reactgraph.storage.status import read_thread
+from reactgraph.storage.snapshots import read_thread
 from reactgraph.tools import default_tools
 
 

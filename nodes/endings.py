@@ -3,7 +3,7 @@ chat view says, how the console shows it and which colour the eval report plots 
 
 Adding a status: add its ``Ending`` below and its name to ``Status`` (a test checks the two
 agree), then set it from the node that ends the run that way (``awaiting_approval`` alone is
-never set: it is read from a thread stopped at an approval, ``reactgraph.nodes.status``). The
+never set: it is read from a thread stopped at an approval, ``reactgraph.nodes.standing``). The
 state, the chat view, the console and the eval report all read it from here.
 """
 
@@ -24,8 +24,6 @@ class Ending:
     """One way a run can end."""
 
     status: Status
-    meaning: str
-    """What it means, in a few words."""
     tone: Literal["good", "partial", "bad"]
     """How it went: the console's colour (green, yellow, red) follows from it."""
     colour: str
@@ -38,36 +36,20 @@ class Ending:
 ENDINGS: dict[str, Ending] = {
     e.status: e
     for e in (
-        Ending("answered", "a Final Answer", "good", "#2e7d32", None),
-        Ending("turn_limit", "a forced answer at the turn cap", "partial", "#f9a825", None),
-        Ending("stuck", "the same action again and again", "bad", "#c62828", prompts.CHAT_STUCK),
-        Ending(
-            "stopped_early",
-            "stopped at the turn cap, notes saved",
-            "partial",
-            "#ef6c00",
-            prompts.CHAT_STOPPED_EARLY,
-        ),
-        Ending(
-            "context_exhausted",
-            "even a fresh window no longer fits",
-            "bad",
-            "#6a1b9a",
-            prompts.CHAT_CONTEXT_EXHAUSTED,
-        ),
+        Ending("answered", "good", "#2e7d32", None),  # a Final Answer
+        Ending("turn_limit", "partial", "#f9a825", None),  # a forced answer at the turn cap
+        Ending("stuck", "bad", "#c62828", prompts.CHAT_STUCK),  # the same action again and again
+        # Stopped at the turn cap, the notes saved for the next run on the thread.
+        Ending("stopped_early", "partial", "#ef6c00", prompts.CHAT_STOPPED_EARLY),
+        # Even a fresh window no longer fits.
+        Ending("context_exhausted", "bad", "#6a1b9a", prompts.CHAT_CONTEXT_EXHAUSTED),
         # Not an end: a run stopped before an Action for a person's decision (the ``approve``
         # setting) says so, where nobody is there to decide (a batch, an eval, ``threads``).
         # Its state's ``status`` stays None: the run goes on once the person decides.
-        Ending(
-            "awaiting_approval",
-            "stopped before an Action, waiting for a person's decision",
-            "partial",
-            "#0277bd",
-            None,
-        ),
+        Ending("awaiting_approval", "partial", "#0277bd", None),
     )
 }
 STATUSES: tuple[Status, ...] = tuple(ENDINGS)  # type: ignore[arg-type]
 """Every status, in the order reports list them."""
 AWAITING: Status = "awaiting_approval"
-"""A run stopped before an Action for a person's decision (``reactgraph.nodes.status``)."""
+"""A run stopped before an Action for a person's decision (``reactgraph.nodes.standing``)."""

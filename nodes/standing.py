@@ -2,7 +2,7 @@
 ``awaiting_approval`` (stopped before an Action for a person's decision: its task holds the
 interrupt), ``interrupted`` or ``unknown``. Every command makes it through here (``threads``,
 ``show``, ``resume``, the batch and eval re-runs, ``prune``, ``run_many``/``run_processes``);
-reading the snapshot, and a row that cannot be read, is ``reactgraph.storage.status``.
+reading the snapshot, and a row that cannot be read, is ``reactgraph.storage.snapshots``.
 
 A step's writes are stored task by task (``put_writes``) before the step's checkpoint. LangGraph
 1.2 leaves out of ``StateSnapshot.next`` the tasks whose writes are stored already, so a process
@@ -18,7 +18,7 @@ from typing import Literal
 
 from langgraph.types import StateSnapshot
 
-from reactgraph.nodes.statuses import AWAITING
+from reactgraph.nodes.endings import AWAITING
 
 __all__ = ["AWAITING", "ThreadStatus", "status_of"]
 

@@ -1,5 +1,5 @@
 """Running a tool for the model: a hard timeout, errors as Observations, and truncation (the
-input mapping and output reading are ``toolio``'s, the injected arguments ``injection``'s).
+input mapping and output reading are ``tool_input``'s, the injected arguments ``injection``'s).
 ``run_tool`` is one body; ``ToolCall`` is the only sync/async pair, around the I/O.
 
 Delivery is at least once: a run killed after a tool returned but before the step's checkpoint
@@ -27,7 +27,7 @@ from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.injection import fill
 from reactgraph.nodes.state import State, TurnKind
 from reactgraph.nodes.storable import storable
-from reactgraph.nodes.toolio import as_text, call_arguments, outcome, tool_arguments
+from reactgraph.nodes.tool_input import as_text, call_arguments, outcome, tool_arguments
 from reactgraph.nodes.transcript import new_turn
 
 __all__ = ["ToolCall", "as_text", "run_tool", "tool_arguments", "truncate"]

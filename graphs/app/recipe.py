@@ -23,11 +23,11 @@ from reactgraph.app.flags import RunOptions
 from reactgraph.app.pool import Job, Runner
 from reactgraph.batch import result_of
 from reactgraph.models import chat_model
-from reactgraph.nodes.status import AWAITING
+from reactgraph.nodes.standing import AWAITING
 from reactgraph.storage.database import RunRecord, aopen_db, new_record
 from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, athread_lock
 from reactgraph.storage.pruning import prune_thread
-from reactgraph.storage.status import aread_thread
+from reactgraph.storage.snapshots import aread_thread
 from reactgraph.tools import default_tools
 from reactgraph.tools.loading import load_tools
 from reactgraph.variants import variant as spec_of
