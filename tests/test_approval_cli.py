@@ -117,6 +117,7 @@ def test_a_refusal_with_a_reason_is_the_observation(
     assert refused in json.dumps(openai_server.requests[-1]["messages"])
 
 
+@pytest.mark.kills
 def test_a_kill_while_waiting_loses_nothing_and_resume_asks_again(
     openai_server: FakeOpenAIServer, db: str
 ) -> None:

@@ -136,8 +136,8 @@ def test_a_waiting_thread_outlives_a_restart_of_the_server(
     model: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     """Stopped as a person stops it (SIGTERM, Ctrl-C) and started again: the thread still
-    waits, and the decision goes on from there. (A SIGKILL of `langgraph dev` loses every
-    thread's checkpoints, approvals or not: ``tests/test_langgraph_dev_known.py``.)"""
+    waits, and the decision goes on from there. (A SIGKILL of `langgraph dev` loses the steps
+    since its last write to disk: ``tests/test_langgraph_dev_known.py``.)"""
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli is not installed")
     from langgraph_sdk import get_sync_client

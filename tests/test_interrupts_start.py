@@ -36,7 +36,8 @@ from tests.test_interrupts import (
     until,
 )
 
-pytestmark = pytest.mark.slow
+# Real processes interrupted at start-up: `make test-kills` runs them, `make test` does not.
+pytestmark = [pytest.mark.slow, pytest.mark.kills]
 
 SPACED = 3  # Ctrl-Cs spaced in time across the measured start-up, besides the markers
 LAST_LINE = {"batch": "questions ", "eval": "wrote "}  # the progress bar; the report's files
