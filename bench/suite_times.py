@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     try:
         for target in args.targets:
-            log = args.logs / f"suite-times-{target}.log"
+            log = args.logs / f"suite-times-{target.replace('/', '_')}.log"
             rows.append(timed(target, folder, log))
             print(" | ".join(rows[-1].values()), f"(output: {log})", flush=True)
     finally:

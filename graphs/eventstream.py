@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reactgraph.nodes import streaming
-from reactgraph.nodes.streaming import MalformedReply
+from reactgraph.nodes import replies
+from reactgraph.nodes.replies import MalformedReply
 
 MAX_BODY = 16 * 1024 * 1024  # a reply of 4,096 tokens is about 16 KB
 
@@ -89,7 +89,7 @@ def reply(response: Any, body: bytes) -> Any:
     whole and decoded now)."""
     events = as_events(body)
     if events is None:
-        streaming.note_unreadable()  # the client's "no chunks" then means this, not a cut stream
+        replies.note_unreadable()  # the client's "no chunks" then means this, not a cut stream
     kind = "text/event-stream" if events is not None else response.headers.get("content-type")
     return type(response)(
         200,

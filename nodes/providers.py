@@ -25,8 +25,9 @@ from langchain_core.runnables import RunnableConfig
 
 from reactgraph.nodes import streamchoice
 from reactgraph.nodes.effects import Effect, Pause
+from reactgraph.nodes.replies import MalformedReply, StreamCut
 from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.streaming import MalformedReply, ModelCall, StreamCut, cap_arguments
+from reactgraph.nodes.streaming import ModelCall, cap_arguments
 
 logger = logging.getLogger(__name__)
 

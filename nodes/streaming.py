@@ -6,23 +6,19 @@ Servers stop generating a reply when its streaming client disconnects (llama.cpp
 llama-cpp-python, OpenAI), but llama-cpp-python's goes on with a plain request whose client
 gave up. A streamed call past its deadline is therefore closed, which closes the HTTP response.
 
-A 200 reply that cannot be read as one (a body that is not UTF-8, an event stream with no reply
-in it) is a ``MalformedReply``, retried like a 5xx. A streamed reply that ends before its finish
-reason is a ``StreamCut``: the server or a proxy stopped it (llama-cpp-python's server does so
-when another request is waiting), so it is not the model's reply and is never acted on; the
-caller asks again at once, plain. A reply that did finish with no text is the model's own: the
-loop answers it with a corrective Observation.
+A streamed reply that ends before its finish reason is a ``StreamCut`` (``replies``: what
+cannot be read as a reply), never acted on; a reply that did finish with no text is the model's
+own: the loop answers it with a corrective Observation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
 import operator
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,37 +27,15 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import deadlines, streamchoice
+from reactgraph.nodes import deadlines, replies, streamchoice
 from reactgraph.nodes.linebreaks import plain, with_hard_breaks
+from reactgraph.nodes.replies import MalformedReply, StreamCut
 from reactgraph.nodes.streamchoice import OPENAI_URL, openai_family
 
 # How a finished reply says it was cut at the cap: OpenAI-compatible servers' finish_reason,
 # Anthropic's stop_reason, Ollama's done_reason.
 _CUT = {"finish_reason": ("length", "max_tokens"), "stop_reason": ("max_tokens",)}
 _CUT_OLLAMA = {"done_reason": ("length",)}
-# langchain-core's words for a stream that yielded nothing (a body that was no event stream),
-# and langchain-openai's for a completion without choices (KeyError, or TypeError when null).
-NO_CHUNKS = "No generation chunks were returned"
-NO_CHOICES = "'choices'"
-
-
-# Set by the transport (``reactgraph.eventstream``) when the streamed request it just sent got a
-# plain 200 body that is no chat completion; an empty event stream is a cut one.
-_UNREADABLE = contextvars.ContextVar("reactgraph_unreadable_reply", default=False)
-
-
-def note_unreadable() -> None:
-    """The request being read got a plain reply that no stream can be made of."""
-    _UNREADABLE.set(True)
-
-
-class MalformedReply(ValueError):
-    """A 200 reply that is not a readable chat completion; retried like a 5xx."""
-
-
-class StreamCut(MalformedReply):
-    """A streamed reply that ended before its finish reason: stopped by the server or a proxy,
-    not written whole by the model; asked again at once, plain."""
 
 
 def cap_arguments(model: BaseChatModel, cap: int) -> dict[str, Any]:
@@ -138,29 +112,6 @@ def _checked(model: BaseChatModel, message: Any, forced: bool) -> Any:
     raise StreamCut("the reply ended with no text and no finish reason (cut short)")
 
 
-@contextlib.contextmanager
-def _reading(model: BaseChatModel) -> Iterator[None]:
-    """Reading the reply: a body that is not UTF-8, a completion without choices, or a streamed
-    request answered with no event stream at all, is a ``MalformedReply``; an OpenAI-compatible
-    event stream with no event in it, a ``StreamCut``."""
-    _UNREADABLE.set(False)
-    try:
-        yield
-    except UnicodeDecodeError as error:
-        detail = f"{error.reason} at byte {error.start}"
-        raise MalformedReply(f"the reply is not UTF-8 ({detail})") from error
-    except (KeyError, TypeError) as error:
-        if NO_CHOICES not in str(error):
-            raise
-        raise MalformedReply("the reply holds no choices") from error
-    except ValueError as error:
-        if NO_CHUNKS not in str(error):
-            raise
-        if openai_family(model) and not _UNREADABLE.get():
-            raise StreamCut("the streamed reply ended with no event (cut short)") from error
-        raise MalformedReply("the reply to a streamed request was not an event stream") from error
-
-
 def gather(
     model: BaseChatModel,
     messages: list[BaseMessage],
@@ -223,7 +174,7 @@ class ModelCall:
         def call() -> Any:
             chosen = "plain" if self.plain else streamchoice.mode(self.model)
             streamed = streamchoice.probe(self.model) if chosen == "probe" else chosen == "stream"
-            with _reading(self.model):
+            with replies.reading(self.model):
                 if abandoned.is_set():
                     return None  # given up on while the server was asked: nobody waits
                 if streamed:
@@ -244,7 +195,7 @@ class ModelCall:
         streamed = (
             await streamchoice.aprobe(self.model) if chosen == "probe" else chosen == "stream"
         )
-        with _reading(self.model):
+        with replies.reading(self.model):
             if streamed:
                 return await agather(self.model, self.messages, config, self.arguments)
             reply = await self.model.ainvoke(self.messages, config, **self._plain_arguments())

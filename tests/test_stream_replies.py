@@ -230,8 +230,8 @@ def test_under_a_messages_stream_a_cut_is_asked_again_plain(
 def test_the_langchain_words_and_switches_relied_on(openai_server: FakeOpenAIServer) -> None:
     """``reactgraph.nodes.streaming`` reads langchain-core's and langchain-openai's errors by
     their words, and ``streamchoice`` ChatOpenAI's ``streaming`` by whether it was set."""
-    from reactgraph.nodes.streaming import NO_CHOICES as CHOICES
-    from reactgraph.nodes.streaming import NO_CHUNKS
+    from reactgraph.nodes.replies import NO_CHOICES as CHOICES
+    from reactgraph.nodes.replies import NO_CHUNKS
 
     openai_server.script.extend([NO_CHOICES, NO_CHOICES])
     with pytest.raises(ValueError, match=NO_CHUNKS):
