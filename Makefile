@@ -8,10 +8,13 @@ BASE := $(VENV)/.base
 # Plus the extras the tests, the benchmark and the drawings need (a few minutes more).
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(VENV)/.notebooks
-# Test processes at once (pytest-xdist): on 2 cores, 2 workers keep both busy while one waits on
-# a subprocess or a server. `make test TEST_WORKERS=0` runs them in this one process.
-TEST_WORKERS ?= auto
+# Test processes at once (pytest-xdist). The suite waits more than it computes (servers, child
+# processes, tool timeouts): with 2 workers on 2 cores it used 7.2 min of CPU in 6.2 min, so 4
+# workers overlap the waits (4.5 min). `make test TEST_WORKERS=0` runs them in this one process.
+TEST_WORKERS ?= 4
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
+# The kill and Ctrl-C tests compute more than they wait (each starts processes): one per core.
+KILL_WORKERS ?= auto
 SHARED_TIKTOKEN := $(abspath ../shared/tiktoken-cache)
 
 # tiktoken cannot download encodings on machines without internet; use the shared cache there.
@@ -53,7 +56,7 @@ test: $(STAMP)
 
 # Real processes killed (SIGKILL) or interrupted (Ctrl-C) at every moment, and what they left.
 test-kills: $(STAMP)
-	$(PYTHON) -m pytest $(XDIST) -m "kills and not browser and not cluster and not ray"
+	$(PYTHON) -m pytest -n $(KILL_WORKERS) --dist loadgroup -m "kills and not browser and not cluster and not ray"
 
 # mypy on the package as it installs (reactgraph = graphs/, with nodes/ and tools/ in it): a tree
 # of links in a temporary folder, since mypy cannot follow the editable install's mapping.

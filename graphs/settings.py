@@ -1,11 +1,9 @@
 """Settings: each declared once, checked by one function at build time and per run alike.
 
-Every setting is a field of a run-settings class (``reactgraph.nodes.run_settings``: its type,
-default, description and bounds); ``settings_of`` turns a variant's class into its ``Setting``
-values, with the variant's own defaults. ``build_graph`` checks the keyword arguments with
-``Setting.check``; the same check runs when a run's context is turned into the graph's context
-schema (a dataclass made from the spec, whose defaults are the values the graph was built with,
-so Studio's form shows exactly that variant's fields and their real values).
+Every setting is a field of a run-settings class (``reactgraph.nodes.run_settings``);
+``settings_of`` makes a variant's class its ``Setting`` values, with the variant's defaults.
+``build_graph`` checks keyword arguments with ``Setting.check``, as does a run's context made the
+graph's context schema (defaults: the built values, so Studio's form shows that variant's).
 """
 
 from __future__ import annotations
@@ -61,8 +59,7 @@ class Setting:
 
     @property
     def hint(self) -> Any:
-        """The type of its field in the context schema (and Studio's form): a setting with
-        choices is a ``Literal`` of them, so Studio's form offers them as a list."""
+        """Its field's type in the context schema (Studio's form lists a ``Literal``'s choices)."""
         kind: Any = tuple[str, ...] if self.kind is tuple else self.kind
         if self.choices:
             kind = Literal[self.choices]
@@ -144,8 +141,7 @@ def names(name: str, value: Any) -> tuple[str, ...]:
 
 
 def _kind(hint: Any) -> tuple[type, bool]:
-    """A field's type as a setting's kind (``tuple`` for a list of names, ``str`` for a
-    ``Literal`` of choices), and whether None is a value of it."""
+    """A field's type as a setting's kind (names: ``tuple``, choices: ``str``); None allowed?"""
     optional = False
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         kinds = [k for k in typing.get_args(hint) if k is not type(None)]

@@ -1,5 +1,4 @@
-"""The build-time objects every node needs: the model, the tools, the token counter, the
-variant's view and extra actions, and the settings the graph was built with."""
+"""The build-time objects every node needs (model, tools, token counter, view, own actions)."""
 
 from __future__ import annotations
 
@@ -118,8 +117,7 @@ class Deps:
     injected: Mapping[str, Injected] = field(default_factory=dict)
     """The tools' arguments the graph fills (``InjectedState``, ``ToolRuntime``...), by tool."""
     action_specs: tuple[tuple[str, str], ...] = ()
-    """The variant's own actions with their descriptions (their tool schemas in the
-    ``tool_calls`` format)."""
+    """The variant's own actions with their descriptions (tool schemas in ``tool_calls``)."""
     call_params: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Every action with the names of its arguments (reading a native tool call)."""
     _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)

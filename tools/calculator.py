@@ -4,9 +4,8 @@ with every operation bounded so no input can hang or exhaust memory.
 CPython holds the GIL through a single big-int operation, so a thread-based tool timeout cannot
 interrupt one: each operation's cost must be bounded before it runs. Values are ints of at most
 MAX_RESULT_BITS bits or finite floats. On such operands +, -, *, /, //, %, comparisons and the
-math functions cost at most milliseconds; only the result size needs checking, and * is checked
-before multiplying. What can blow up is refused up front, from the operands' sizes: **, round()
-with negative digits (Python builds 10**-digits first), factorial, and str() of the result."""
+math functions cost at most milliseconds (* checked before multiplying); what can blow up is
+refused from the operands' sizes: **, round() with negative digits, factorial, str() of it."""
 
 from __future__ import annotations
 

@@ -4,10 +4,9 @@ ends, so an interrupted batch re-run skips what is done and loses nothing alread
 Each question runs on a thread of the database named after the questions file, the variant, the
 question's id and a digest of its text, under that thread's lock (``reactgraph.app.recipe``), in one
 of ``workers`` processes. A re-run skips the questions with a result, resumes a thread a killed
-worker left half done, and reports a finished one without running it again. A result line and a
-thread count only for the id with the very text they answered: an edited question runs again.
-One process, this one, writes the results file, holding a lock on it while it reads and
-appends: no line is torn or written twice, even by two batches on one file."""
+worker left half done, and reports a finished one without running it again; a result counts
+only for the id with the very text it answered (an edited question runs again). This process
+alone writes the results file, under a lock: no line torn or written twice, even by two batches."""
 
 from __future__ import annotations
 
@@ -84,8 +83,7 @@ def each_question(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Q
 
 
 def thread_prefix(questions_path: str, variant: str, config: Any = None) -> str:
-    """The threads of a questions file's batch with a variant (and a config): the same on every
-    re-run."""
+    """The threads of a questions file's batch with a variant (and config), on every re-run."""
     run = f"{Path(questions_path).resolve()}|{variant}"
     if config is not None:
         run += f"|{digest(config)}"
@@ -171,8 +169,7 @@ def run_file(
 
 
 def _survey(path: str, config: Any) -> tuple[dict[Any, str], list[str]]:
-    """What each good question's result line would be known by (with its key), and the bad
-    lines' problems."""
+    """What each good question's result line is known by (with its key); bad lines' problems."""
     answers: dict[Any, str] = {}
     problems: list[str] = []
     for item in each_question(path):

@@ -1,8 +1,7 @@
 """The ``reactgraph`` command line: ask, resume, show, threads, batch, eval, prune, graph, demo.
 
 The parser imports no LangGraph or LangChain: ``--version`` and every ``--help`` answer at once,
-and each command's module is imported only when that command runs (``handler`` names it).
-"""
+and each command's module is imported only when that command runs (``handler`` names it)."""
 
 from __future__ import annotations
 
