@@ -97,7 +97,9 @@ def check(result: dict[str, Any], variant: str, streamed: bool = False) -> list[
         made.extend(turn.get("tool_calls") or [])
         if turn.get("tool_calls") and turn["kind"] == "action":
             assert turn["tool_call_id"] == turn["tool_calls"][0]["id"]
-    answered(render_prompt(result, REGISTRY[variant].view, ""))  # every call id answered
+    spec = REGISTRY[variant]
+    settings = spec.settings_type.of(result["settings"])  # the run's own, as stored
+    answered(render_prompt(result, spec.view, "", settings))  # every call id answered
     return made
 
 
