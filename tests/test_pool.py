@@ -109,3 +109,47 @@ def test_batch_workers_a_killed_worker_and_a_rerun_answer_each_question_once(
     answered = [line["key"] for line in final if not line["error"]]
     assert sorted(answered) == sorted({str(i) for i in range(8)})  # each once, none lost
     assert len(answered) == len(set(answered))
+
+
+@pytest.mark.kills
+def test_the_workers_of_a_killed_batch_end_with_it(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A SIGKILL of the batch alone (an OOM kill: no stop, no clean-up) while its workers are
+    in the middle of model calls: they end too, rather than run on as orphans."""
+    hold = {"on": True}
+
+    def responder(body: dict) -> str:
+        while hold["on"]:
+            time.sleep(0.05)  # every worker in a model call until the test is done
+        return seed_responder(body)
+
+    openai_server.responder = responder
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"question": f"q {i}"}) + "\n" for i in range(4)))
+    first = popen(
+        "batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--db",
+        str(tmp_path / "runs.sqlite"), "--workers", "2", "--base-url", openai_server.url,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 90
+        while openai_server.active < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        workers = workers_of(first.pid)
+        assert len(workers) == 2, workers
+        first.kill()
+        first.communicate(timeout=120)  # its output ends once no worker holds it open
+        deadline = time.time() + 60  # a bound against a worker that never ends, not a timing
+        while any(map(running, workers)) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not [w for w in workers if running(w)]
+    finally:
+        hold["on"] = False
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not gone, nor a zombie waiting to be reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -48,7 +48,7 @@ class _State:
         self.hint: str | None = None
         self.cleanups: list[Callable[[], None]] = []
         self.wake: socket.socket | None = None
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a signal handler on the main thread may take it too
 
 
 _state = _State()
@@ -74,11 +74,12 @@ def stoppable(hint: str) -> None:
 
 @contextlib.contextmanager
 def on_stop(cleanup: Callable[[], None]) -> Iterator[None]:
-    """Call ``cleanup`` (from the main thread) if Ctrl-C stops the command meanwhile: for what a
-    process's exit does not end by itself, such as worker processes."""
+    """Call ``cleanup`` (from the main thread) if Ctrl-C stops the command meanwhile (worker
+    processes); once a stop is under way it never returns: nothing starts that it would miss."""
     with _state.lock:
         _state.cleanups.append(cleanup)
     try:
+        park_if_stopping()  # the stop sets it before it takes the cleanups
         yield
     finally:
         with _state.lock:
@@ -119,9 +120,8 @@ def hold(pending: bool = False) -> None:
 def run(command: Callable[[], int], *, ending: bool = False) -> int:
     """``command()`` on a thread of its own; its result (or its exception, raised here), or
     the hint and exit 130 at the first Ctrl-C once it is stoppable (the second in any case).
-    ``ending`` (the program's own ``main``): the process ends here, with the command's exit
-    code, so a Ctrl-C as it ends is still the hint and 130 (``_end``). Off the main thread (a
-    test, an embedding program), it is just called."""
+    ``ending`` (the program's own ``main``): the process ends here (``_end``), with the
+    command's exit code. Off the main thread (a test, an embedding program), it is just called."""
     if threading.current_thread() is not threading.main_thread():
         return command()
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -230,7 +230,7 @@ def _flush() -> None:
 def _stop(hint: str | None) -> NoReturn:
     """Say how to go on, end what would outlive the process (``leftovers``), and end it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the way out is not interrupted again
-    _stopping.set()
+    _stopping.set()  # from now on no ``on_stop`` block starts (see there)
     running = leftovers.descendants()  # before the workers end: their children are ours then
     text = hint if hint is not None else "Stopped before anything was saved."
     with contextlib.suppress(Exception):

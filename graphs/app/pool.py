@@ -1,14 +1,11 @@
 """Many runs on every core: worker processes, each with its own event loop and its own graph.
 
-One event loop on one core is the ceiling of ``run_many``: the model client's CPU per request
-(the OpenAI SDK's request building, the connection pool) adds up over hundreds of runs. Here
-``workers`` processes each open a runner once (``open_runner`` must be picklable: a module-level
-function, or a ``functools.partial`` of one) and run up to ``concurrency`` jobs at a time. The
-parent takes each job from its source (a list, or a stream: a file of a million questions is
-never all in memory) only when a worker has a slot free for it, and yields each result as it
-comes, so one reader (the caller) sees every result exactly once. A worker that dies loses
-only the jobs it was running; each comes back as a result with an error. With one worker,
-everything runs in this process.
+One event loop on one core is the ceiling of ``run_many`` (the model client's CPU per request
+adds up). Here ``workers`` processes each open a runner once (``open_runner``: picklable) and run
+up to ``concurrency`` jobs at a time. The parent takes each job from its source (a list, or a
+stream never all in memory) only when a worker has a slot free, and yields each result once. A
+worker that dies loses only the jobs it held (each a result with an error); one that outlives
+its parent ends. With one worker, everything runs in this process.
 """
 
 from __future__ import annotations
@@ -85,17 +82,24 @@ async def _serve(open_runner: OpenRunner, take: Callable[[], Any], give: Any, sl
 
 
 def _worker(open_runner: OpenRunner, jobs: Any, results: Any, slots: int) -> None:
-    """A worker process: asks the parent for each job on its own pipe and sends back each
-    result on another. Nothing is shared with the other workers, so a worker killed mid-write
-    spoils only its own pipe (a shared queue's lock would stay taken and hang the rest)."""
+    """A worker process: asks for each job on a pipe of its own, sends back each result on
+    another (a shared queue's lock, taken by a worker killed mid-write, would hang the rest)."""
 
     async def take() -> Any:
         results.send(("want", None))
         return await asyncio.to_thread(jobs.recv)
 
-    # SIGINT blocked from the start (``unreached``): the parent ends it; a closed pipe: it is gone.
+    # SIGINT blocked from the start (``unreached``): it ends with its parent (a stop, a kill).
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_end_with, args=(parent.sentinel,), daemon=True).start()
     with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
         asyncio.run(_serve(open_runner, take, results.send, slots))
+
+
+def _end_with(sentinel: int) -> None:
+    connection.wait([sentinel])  # readable once the parent is gone (multiprocessing's own)
+    os._exit(1)
 
 
 def check_counts(**counts: int) -> None:
@@ -118,11 +122,9 @@ def run_parallel(
     concurrency: int = 8,
     total: int | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run ``jobs`` in ``workers`` processes (default: the cores, capped by ``total``, the
-    number of jobs when they are a stream), with ``concurrency`` runs in flight in all (shared
-    out among the workers); yield each result as its run ends. A job is taken from ``jobs``
-    only when a slot is free for it: at most ``concurrency`` are taken and not yet yielded.
-    Ctrl-C stops every worker; what was yielded before is kept."""
+    """Run ``jobs`` in ``workers`` processes (default: the cores, capped by ``total``), with
+    ``concurrency`` runs in flight in all; yield each result as its run ends. At most
+    ``concurrency`` jobs are taken and not yet yielded. Ctrl-C stops every worker."""
     total = job_count(jobs, total)
     if workers is None:
         workers = default_workers(total) if total is not None else os.cpu_count() or 1
@@ -169,9 +171,8 @@ def run_parallel(
 
 def _terminate(processes: list[Any]) -> None:
     """Stop the workers still running, and reap them."""
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
+    for process in [p for p in processes if p.is_alive()]:
+        process.terminate()
     for process in processes:
         process.join(5)
 
@@ -221,9 +222,8 @@ def _in_process(open_runner: OpenRunner, jobs: Iterator[Job], slots: int) -> Ite
 
 
 def _collect(channels: dict[Any, _Channel], jobs: Iterator[Job]) -> Iterator[dict]:
-    """Hand out jobs as workers ask, yield results as they come, until every worker is gone:
-    one that ends (normally, or killed) closes its pipe, and the jobs it held fail. A worker
-    asks for a job when a slot of its own is free, after sending the result that freed it."""
+    """Hand out jobs as workers ask (a slot of theirs free), yield results as they come, until
+    every worker is gone: one that ends (or is killed) closes its pipe; the jobs it held fail."""
     while channels:
         for reader in connection.wait(list(channels), timeout=_POLL_S):
             channel = channels[reader]
