@@ -30,6 +30,7 @@ from tests.langgraph_dev import CHAT_GRAPHS, ROOT, langgraph_dev
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 SHOTS = ROOT / "build" / "browser"
+FLYING: dict[int, set[Any]] = {}  # each page's requests in flight (the ``page`` fixture)
 WAIT_MS = 300_000  # a busy machine renders slowly; a check passes as soon as it holds
 NOTES = "Plan: look up both years, then subtract."
 
@@ -102,7 +103,13 @@ def page(stack: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]
     context = stack["browser"].new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
+    flying: set[Any] = set()  # the page's requests to the server not yet answered
+    page.on("request", lambda r: flying.add(r) if r.url.startswith(stack["api"]) else None)
+    page.on("requestfinished", lambda r: flying.discard(r))
+    page.on("requestfailed", lambda r: flying.discard(r))
+    FLYING[id(page)] = flying
     yield page
+    FLYING.pop(id(page), None)
     failed = getattr(request.node, "rep_call", None)
     if failed is not None and failed.failed:
         SHOTS.mkdir(parents=True, exist_ok=True)
@@ -228,13 +235,24 @@ def test_agent_chat_ui_chats_with_every_variant(
     shot(page, f"{variant}-regenerated")
 
 
+def settled(page: Any) -> None:
+    """Until the page has no request to the server in flight. Agent Chat UI resets its edit
+    form whenever the interrupt it shows is fetched again (``useEffect(..., [interrupt])``):
+    the thread's history, read once more after the run ends, would undo an edit made before."""
+    deadline = time.monotonic() + WAIT_MS / 1000  # a bound against a hang, not a timing
+    while FLYING[id(page)] and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # Playwright hands over its events while it waits
+    assert not FLYING[id(page)], [r.url for r in FLYING[id(page)]]
+
+
 def decide(page: Any, question: str, text: str) -> None:
-    """Ask for a send, and wait for Agent Chat UI's approval card for it."""
+    """Ask for a send, and wait for Agent Chat UI's approval card for it, the page settled."""
     from playwright.sync_api import expect
 
     ask(page, question)
     expect(page.get_by_text("Edit/Approve")).to_be_visible()
     expect(page.locator("p.text-2xl", has_text="send")).to_be_visible()
+    settled(page)
     expect(page.locator("textarea:not([placeholder])")).to_have_value(text)
 
 
@@ -264,6 +282,7 @@ def test_agent_chat_ui_approves_edits_and_rejects_an_action(
     # Edit: it runs with the person's input.
     decide(page, f"Send draft ({variant})", "draft")
     page.locator("textarea:not([placeholder])").fill("final text")
+    expect(page.locator("textarea:not([placeholder])")).to_have_value("final text")
     page.get_by_role("button", name="Submit", exact=True).click()
     expect(page.get_by_text("Final Answer: sent final text")).to_be_visible()
     turn = send_turn()
