@@ -175,7 +175,7 @@ def test_a_ctrl_c_during_a_tool_call(
 ) -> None:
     from tests.mcp_servers import processes
 
-    tag = f"ctrl-c-{tmp_path.name}"
+    tag = f"ctrl-c-{tmp_path.parent.name}-{tmp_path.name}"  # unique across workers
     marks, servers = holding_tool(openai_server, tmp_path, tag)
     db = tmp_path / "runs.sqlite"
     process = popen(

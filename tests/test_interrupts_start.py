@@ -68,7 +68,7 @@ def test_a_ctrl_c_at_any_moment_of_the_start_up(
 
     gate = held_from(1)  # no run gets past its first model call: all there is, is start-up
     openai_server.responder = gate
-    tag = f"start-{tmp_path.name}"
+    tag = f"start-{tmp_path.parent.name}-{tmp_path.name}"  # unique across workers
     servers = tmp_path / "servers.json"
     servers.write_text(json.dumps({"mcpServers": {"local": stdio(tag)}}))
     args, lines = many(openai_server, tmp_path, command, workers)
@@ -107,7 +107,7 @@ def test_the_mcp_servers_of_a_batch_end_with_it(
     """Mid-run, the servers the workers started for a tool call are gone at the exit too."""
     from tests.mcp_servers import processes
 
-    tag = f"held-{tmp_path.name}"
+    tag = f"held-{tmp_path.parent.name}-{tmp_path.name}"
     marks, servers = holding_tool(openai_server, tmp_path, tag)
     args, lines = many(openai_server, tmp_path, "batch", 2)
     args += ["--mcp", str(servers), "--tool-timeout", "600"]
