@@ -30,6 +30,8 @@ from tests.langgraph_dev import CHAT_GRAPHS, ROOT, langgraph_dev
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 SHOTS = ROOT / "build" / "browser"
+# Two animation frames: React has committed every update that was pending when it was asked.
+RENDERED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 FLYING: dict[int, set[Any]] = {}  # each page's requests in flight (the ``page`` fixture)
 WAIT_MS = 300_000  # a busy machine renders slowly; a check passes as soon as it holds
 NOTES = "Plan: look up both years, then subtract."
@@ -245,6 +247,21 @@ def settled(page: Any) -> None:
     assert not FLYING[id(page)], [r.url for r in FLYING[id(page)]]
 
 
+def edit_to(page: Any, text: str) -> None:
+    """Type ``text`` into the approval card's edit form until it holds once the page has
+    settled and rendered what came (Agent Chat UI resets the form whenever the interrupt it
+    shows is fetched again, which may come after any one try)."""
+    box = page.locator("textarea:not([placeholder])")
+    deadline = time.monotonic() + WAIT_MS / 1000  # a bound against a hang, not a timing
+    while time.monotonic() < deadline:
+        box.fill(text)
+        settled(page)
+        page.evaluate(RENDERED)
+        if box.input_value() == text:
+            return
+    raise AssertionError(f"the edit form never kept {text!r}")
+
+
 def decide(page: Any, question: str, text: str) -> None:
     """Ask for a send, and wait for Agent Chat UI's approval card for it, the page settled."""
     from playwright.sync_api import expect
@@ -281,8 +298,7 @@ def test_agent_chat_ui_approves_edits_and_rejects_an_action(
     assert (turn["approval"]["decision"], turn["observation"]) == ("approve", "sent hello")
     # Edit: it runs with the person's input.
     decide(page, f"Send draft ({variant})", "draft")
-    page.locator("textarea:not([placeholder])").fill("final text")
-    expect(page.locator("textarea:not([placeholder])")).to_have_value("final text")
+    edit_to(page, "final text")
     page.get_by_role("button", name="Submit", exact=True).click()
     expect(page.get_by_text("Final Answer: sent final text")).to_be_visible()
     turn = send_turn()
