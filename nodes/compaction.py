@@ -18,7 +18,7 @@ from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.model import ask
 from reactgraph.nodes.providers import ModelCallError
-from reactgraph.nodes.run_settings import CompactionSettings, narrowed
+from reactgraph.nodes.run_settings import CompactionSettings, narrowed, uses_tool_calls
 from reactgraph.nodes.state import CompactionRecord, ModelReply, State, Turn
 from reactgraph.nodes.tool_runs import truncate
 from reactgraph.nodes.transcript import render_prompt, visible_turns
@@ -120,7 +120,7 @@ def counted_prompt(state: State, deps: Deps) -> list[BaseMessage]:
     ``tool_calls`` format the bound tools' schemas too (as one message of their JSON)."""
     settings = deps.run_settings(state)
     messages = render_prompt(state, deps.view, deps.tool_descriptions, settings)
-    if settings.action_format == "tool_calls":
+    if uses_tool_calls(settings):
         schemas = json.dumps(deps.tool_schemas(settings), ensure_ascii=False)
         messages.append(SystemMessage(schemas))
     return messages

@@ -18,7 +18,7 @@ from reactgraph.nodes import prompts
 from reactgraph.nodes.binding import action_parameters, bound_arguments, tool_schemas
 from reactgraph.nodes.injection import Injected, injected_args
 from reactgraph.nodes.providers import ModelCaller
-from reactgraph.nodes.run_settings import RunSettings, notes_limit
+from reactgraph.nodes.run_settings import RunSettings, notes_limit, uses_tool_calls
 from reactgraph.nodes.tokens import TokenCounter
 from reactgraph.nodes.tool_input import Uncallable, describe_schema, visible_args
 from reactgraph.nodes.view import WHOLE, View
@@ -175,7 +175,7 @@ class Deps:
         """ValueError when the settings ask for the ``tool_calls`` format of a model that
         cannot bind tools (a run naming another model gets an OpenAI-compatible one, which
         can)."""
-        if settings.action_format != "tool_calls":
+        if not uses_tool_calls(settings):
             return
         if not settings.model_name and not settings.base_url:
             self.tool_binding(self.caller, settings)

@@ -19,7 +19,7 @@ from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.parsing import clean_reply, parse_react
 from reactgraph.nodes.providers import Limits, ModelCaller
-from reactgraph.nodes.run_settings import RunSettings
+from reactgraph.nodes.run_settings import RunSettings, uses_tool_calls
 from reactgraph.nodes.state import ModelReply, ParsedReply, State
 from reactgraph.nodes.storable import storable
 from reactgraph.nodes.streaming import was_cut
@@ -101,12 +101,6 @@ def ask(
     if bound is not None:
         reply["tool_calls"] = calls_of(message)
     return reply
-
-
-def uses_tool_calls(settings: RunSettings) -> bool:
-    """Whether the run's model calls its tools natively (``action_format="tool_calls"``); a run
-    started before the setting existed has the built value (text, unless built otherwise)."""
-    return settings.action_format == "tool_calls"
 
 
 def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedReply:

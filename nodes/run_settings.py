@@ -182,6 +182,11 @@ class NotesCompactionSettings(CompactionSettings, NotesSettings):
     """Both: notes and a window, and compaction."""
 
 
+def uses_tool_calls(settings: RunSettings) -> bool:
+    """Whether the run's model calls its tools natively (``action_format="tool_calls"``)."""
+    return settings.action_format == "tool_calls"
+
+
 def notes_limit(settings: RunSettings) -> int | None:
     """The run's ``max_notes_chars`` when its variant keeps notes, else None."""
     return settings.max_notes_chars if isinstance(settings, NotesSettings) else None

@@ -14,7 +14,13 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from reactgraph.nodes import prompts
-from reactgraph.nodes.run_settings import NotesSettings, RunSettings, narrowed, notes_limit
+from reactgraph.nodes.run_settings import (
+    NotesSettings,
+    RunSettings,
+    narrowed,
+    notes_limit,
+    uses_tool_calls,
+)
 from reactgraph.nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
 from reactgraph.nodes.view import View
 
@@ -127,7 +133,7 @@ def render_prompt(
 ) -> list[BaseMessage]:
     """The messages for the next model call: the filled ReAct prompt, the notes when the view
     has them, the summary when the run was compacted, then the visible turns."""
-    native = settings.action_format == "tool_calls"
+    native = uses_tool_calls(settings)
     notes_chars = notes_limit(settings)
     messages: list[BaseMessage] = (
         list(_tool_opening(state["question"]))
