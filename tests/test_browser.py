@@ -32,9 +32,72 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 SHOTS = ROOT / "build" / "browser"
 # Two animation frames: React has committed every update that was pending when it was asked.
 RENDERED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
-FLYING: dict[int, set[Any]] = {}  # each page's requests in flight (the ``page`` fixture)
+TRAFFIC: dict[int, Traffic] = {}  # each page's requests to the server (the ``page`` fixture)
 WAIT_MS = 300_000  # a busy machine renders slowly; a check passes as soon as it holds
 NOTES = "Plan: look up both years, then subtract."
+
+
+class Traffic:
+    """A page's requests to the server: which are in flight, and the order in which each one
+    started and ended (one counter for both)."""
+
+    def __init__(self, api: str) -> None:
+        self.api = api
+        self.clock = 0
+        self.start: dict[Any, int] = {}
+        self.end: dict[Any, int] = {}
+
+    def started(self, request: Any) -> None:
+        if request.url.startswith(self.api):
+            self.clock += 1
+            self.start[request] = self.clock
+
+    def ended(self, request: Any) -> None:
+        if request in self.start:
+            self.clock += 1
+            self.end[request] = self.clock
+
+    def flying(self) -> list[str]:
+        return [r.url for r in self.start if r not in self.end]
+
+    def log(self) -> list[str]:
+        """Each request: its method, path, and when it started and ended (for a failure)."""
+        return [
+            f"{r.method} {r.url.removeprefix(self.api)} {start}-{self.end.get(r, '')}"
+            for r, start in self.start.items()
+        ]
+
+    def _last(self, moments: dict[Any, int], path: str) -> int:
+        """When the last POST to ``path`` started or ended (``moments``; 0: none did)."""
+        return max(
+            (t for r, t in moments.items() if r.method == "POST" and self._is(r, path)), default=0
+        )
+
+    def _is(self, request: Any, path: str) -> bool:
+        return str(request.url).split("?")[0].endswith(path)
+
+    def _read_after(self, path: str, moment: int) -> bool:
+        """Whether a POST to ``path`` started after ``moment`` and has ended."""
+        return any(
+            r.method == "POST" and self._is(r, path) and start > moment
+            for r, start in self.start.items()
+            if r in self.end
+        )
+
+    def followed_up(self) -> bool:
+        """Whether the reads Agent Chat UI makes after a run and after a new thread are done,
+        and nothing is in flight. Each of them renders the chat again, and every render hands
+        the approval card a new interrupt object, which resets its edit form
+        (``useEffect(..., [interrupt])``): the thread's history, read as a run's stream ends
+        (before the browser reports the stream finished), and the thread list, read 4 s after
+        a thread is made (``onThreadId``'s ``sleep()``)."""
+        run = self._last(self.start, "/runs/stream")
+        made = self._last(self.end, "/threads")
+        return (
+            not self.flying()
+            and (run == 0 or self._read_after("/history", run))
+            and (made == 0 or self._read_after("/threads/search", made))
+        )
 
 
 def question_of(request: dict[str, Any]) -> str:
@@ -105,13 +168,13 @@ def page(stack: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[Any]
     context = stack["browser"].new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
-    flying: set[Any] = set()  # the page's requests to the server not yet answered
-    page.on("request", lambda r: flying.add(r) if r.url.startswith(stack["api"]) else None)
-    page.on("requestfinished", lambda r: flying.discard(r))
-    page.on("requestfailed", lambda r: flying.discard(r))
-    FLYING[id(page)] = flying
+    traffic = Traffic(stack["api"])
+    page.on("request", traffic.started)
+    page.on("requestfinished", traffic.ended)
+    page.on("requestfailed", traffic.ended)
+    TRAFFIC[id(page)] = traffic
     yield page
-    FLYING.pop(id(page), None)
+    TRAFFIC.pop(id(page), None)
     failed = getattr(request.node, "rep_call", None)
     if failed is not None and failed.failed:
         SHOTS.mkdir(parents=True, exist_ok=True)
@@ -238,20 +301,18 @@ def test_agent_chat_ui_chats_with_every_variant(
 
 
 def settled(page: Any) -> None:
-    """Until the page has no request to the server in flight. Agent Chat UI resets its edit
-    form whenever the interrupt it shows is fetched again (``useEffect(..., [interrupt])``):
-    the thread's history, read once more after the run ends, would undo an edit made before."""
+    """Until Agent Chat UI has made the reads that follow a run and a new thread, and has no
+    request in flight (``Traffic.followed_up``): each would undo an edit made before it."""
+    traffic = TRAFFIC[id(page)]
     deadline = time.monotonic() + WAIT_MS / 1000  # a bound against a hang, not a timing
-    while FLYING[id(page)] and time.monotonic() < deadline:
+    while not traffic.followed_up() and time.monotonic() < deadline:
         page.wait_for_timeout(50)  # Playwright hands over its events while it waits
-    assert not FLYING[id(page)], [r.url for r in FLYING[id(page)]]
+    assert traffic.followed_up(), traffic.log()
 
 
-def edit_to(page: Any, text: str) -> None:
-    """Type ``text`` into the approval card's edit form until it holds once the page has
-    settled and rendered what came (Agent Chat UI resets the form whenever the interrupt it
-    shows is fetched again, which may come after any one try)."""
-    box = page.locator("textarea:not([placeholder])")
+def fill_kept(page: Any, box: Any, text: str) -> None:
+    """Type ``text`` into a box of the approval card until it holds once the page has
+    settled and rendered what came (the card resets its forms on every render of the chat)."""
     deadline = time.monotonic() + WAIT_MS / 1000  # a bound against a hang, not a timing
     while time.monotonic() < deadline:
         box.fill(text)
@@ -259,7 +320,7 @@ def edit_to(page: Any, text: str) -> None:
         page.evaluate(RENDERED)
         if box.input_value() == text:
             return
-    raise AssertionError(f"the edit form never kept {text!r}")
+    raise AssertionError(f"the approval card never kept {text!r}")
 
 
 def decide(page: Any, question: str, text: str) -> None:
@@ -298,7 +359,7 @@ def test_agent_chat_ui_approves_edits_and_rejects_an_action(
     assert (turn["approval"]["decision"], turn["observation"]) == ("approve", "sent hello")
     # Edit: it runs with the person's input.
     decide(page, f"Send draft ({variant})", "draft")
-    edit_to(page, "final text")
+    fill_kept(page, page.locator("textarea:not([placeholder])"), "final text")
     page.get_by_role("button", name="Submit", exact=True).click()
     expect(page.get_by_text("Final Answer: sent final text")).to_be_visible()
     turn = send_turn()
@@ -306,7 +367,7 @@ def test_agent_chat_ui_approves_edits_and_rejects_an_action(
     assert (turn["action_input"], turn["observation"]) == ("final text", "sent final text")
     # Reject, with a reason: nothing runs, and the agent reads why.
     decide(page, f"Send spam ({variant})", "spam")
-    page.get_by_placeholder("Share feedback with the agent...").fill("not to everyone")
+    fill_kept(page, page.get_by_placeholder("Share feedback with the agent..."), "not to everyone")
     page.get_by_role("button", name="Submit rejection").click()
     expect(page.get_by_text("Final Answer: A person refused this action")).to_be_visible()
     shot(page, f"{variant}-approval-decided")
