@@ -126,9 +126,10 @@ def read_decision(value: Any) -> Decided:
         if word is None:
             raise Malformed(f"{value[:40]!r} is not a decision; send {_SHAPES}.")
         return Decided(word, by=_by(by))
-    if not isinstance(value, Mapping) or value.get("type") not in _TYPES:
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    if not isinstance(kind, str) or kind not in _TYPES:
         raise Malformed(f"no decision type was given; send {_SHAPES}.")
-    decision = _TYPES[value["type"]]
+    decision = _TYPES[kind]
     by = _by(value.get("by", by))
     if decision == "approve":
         return Decided("approve", by=by)
@@ -137,7 +138,7 @@ def read_decision(value: Any) -> Decided:
         return Decided("edit", action=action, args=args, by=by)
     message = value.get("message", value.get("args"))
     if message is not None and not isinstance(message, str):
-        raise Malformed(f"a {value['type']} decision's message must be text.")
+        raise Malformed(f"a {kind} decision's message must be text.")
     if decision == "respond" and not (message or "").strip():
         raise Malformed("a respond decision needs a message: the text the agent reads.")
     return Decided(decision, message=(message or "").strip() or None, by=by)

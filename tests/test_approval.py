@@ -226,6 +226,10 @@ MALFORMED = [
     {"type": "reject", "message": 7},
     "maybe",
     42,
+    {"type": ["approve"]},
+    {"decisions": [{"type": {"name": "approve"}}]},
+    {"type": "edit", "edited_action": {"name": ["echo"], "args": {"text": "x"}}},
+    [None],
 ]
 
 

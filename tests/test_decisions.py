@@ -1,0 +1,48 @@
+"""``read_decision``, the pure reader of a person's resume value: whatever JSON a client sends,
+it answers with a decision or ``Malformed``, never another error (a value that raised anything
+else was stored by LangGraph and replayed to every later resume, so the thread could never go
+on)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reactgraph.nodes.decisions import Decided, Malformed, read_decision
+
+KEYS = ["type", "decisions", "edited_action", "name", "action", "args", "arguments", "message"]
+WORDS = ["approve", "accept", "edit", "respond", "response", "reject", "ignore", "yes", "n"]
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from(WORDS) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(JSON)
+def test_any_json_value_is_a_decision_or_malformed(value: Any) -> None:
+    with contextlib.suppress(Malformed):
+        assert isinstance(read_decision(value), Decided)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"type": ["approve"]},
+        {"decisions": [{"type": {"name": "approve"}}]},
+        {"type": "edit", "edited_action": {"name": ["x"], "args": {}}},
+        {"type": "reject", "message": {"text": "no"}},
+    ],
+    ids=repr,
+)
+def test_a_type_or_name_that_is_not_text_is_malformed(value: Any) -> None:
+    with pytest.raises(Malformed):
+        read_decision(value)
