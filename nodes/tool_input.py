@@ -86,6 +86,8 @@ def visible_args(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> dict[s
                 to_json = getattr(schema, "model_json_schema", None) or schema.schema
                 schema = to_json()
             properties = schema.get("properties") or {}
+        if not isinstance(properties, Mapping):
+            raise TypeError(f"its properties are a {type(properties).__name__}, not an object")
     except Exception as error:  # pydantic's PydanticInvalidForJsonSchema, a broken schema
         raise Uncallable(
             prompts.TOOL_UNCALLABLE.format(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.tools import StructuredTool, Tool
@@ -75,6 +76,28 @@ def test_a_tool_the_loop_cannot_call_is_one_observation_and_nothing_else_breaks(
     assert log == [("search", "Eiffel Tower")]
     assert "opaque[input]: Takes a Python object." in model.prompts[0]
     assert out["status"] == "answered"
+
+
+@pytest.mark.parametrize("properties", [5, ["a"], "a"])
+def test_a_json_schema_whose_properties_are_not_an_object_is_one_observation(
+    properties: Any, run: Runner
+) -> None:
+    log: list[tuple[str, str]] = []
+    broken = StructuredTool(
+        name="broken",
+        description="Its schema is broken.",
+        args_schema={"type": "object", "properties": properties},
+        func=lambda **kwargs: log.append(("broken", str(kwargs))),
+    )
+    model = fake_model(action("broken", "x"), action("search", "Eiffel Tower"), answer("done"))
+    graph = build_graph("transcript", model=model, tools=[broken, *classic_seed_tools(log)])
+    out = run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t1"}})
+    first = out["turns"][0]["observation"]
+    assert (
+        first.startswith("Error: broken cannot be called from an Action")
+        and "not an object" in first
+    )
+    assert log == [("search", "Eiffel Tower")] and out["status"] == "answered"
 
 
 def test_the_classic_tool_is_described_as_taking_one_string() -> None:
