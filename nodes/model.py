@@ -143,27 +143,40 @@ def call_model(
     return {"reply": reply, "parsed": None}
 
 
+def forced_answer(parsed: ParsedReply, text: str) -> str | None:
+    """The answer in a forced reply of the text format: its Final Answer, or plain prose with
+    no labels (the model answering in its own words); an Action is no answer."""
+    if parsed["kind"] == "answer":
+        return parsed["answer"]
+    if parsed["kind"] == "invalid" and text:
+        return text
+    return None
+
+
 def force_answer(
     state: State, config: RunnableConfig, deps: Deps
 ) -> Generator[Effect, Any, dict[str, Any]]:
     """At the turn cap: one last call that must answer; its answer ends the run. In the
-    ``tool_calls`` format the model is called without its tools, so it can only answer."""
+    ``tool_calls`` format the tools stay bound, as providers want for a transcript with tool
+    calls in it, and are refused where the binding says how (``tool_choice="none"``); a tool
+    call that comes all the same is the attempted Action, not an answer."""
     settings = deps.run_settings(state)
     messages = [
         *render_prompt(state, deps.view, deps.tool_descriptions, settings),
         HumanMessage(prompts.FORCE_ANSWER),
     ]
     caller = deps.caller_for(settings)
-    stop = None if uses_tool_calls(settings) else STOP
-    reply = yield from ask(deps, caller, messages, config, stop, state)
-    parsed = parse_react(reply["text"], deps.action_names)
-    if parsed["kind"] == "answer":
-        answer = parsed["answer"]
-    elif parsed["kind"] == "invalid" and reply["text"]:
-        # Plain prose with no labels is the model answering in its own words.
-        answer = reply["text"]
+    if uses_tool_calls(settings):
+        bound = deps.tool_binding(caller, settings)
+        if "tool_choice" in bound:
+            bound = {**bound, "tool_choice": "none"}
+        reply = yield from ask(deps, caller, messages, config, None, state, bound)
+        parsed = read_tool_calls(reply["text"], reply.get("tool_calls") or [], deps.call_params)
+        answer = parsed["answer"] if parsed["kind"] == "answer" else None
     else:
-        answer = None
+        reply = yield from ask(deps, caller, messages, config, STOP, state)
+        parsed = parse_react(reply["text"], deps.action_names)
+        answer = forced_answer(parsed, reply["text"])
     turn = new_turn(state, "forced", reply=reply, parsed=parsed)
     logger.info("turn cap reached; forced answer: %r", answer)
     return {

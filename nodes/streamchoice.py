@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 PROBE_HEADER = "X-Reactgraph-Probe"
 OPENAI_URL = "api.openai.com"
+FAKES_MODULE = "langchain_core.language_models.fake_chat_models"
 MAX_PROBE_CHUNKS = 64  # a one-token reply is a handful of chunks: the probe never reads more
 Mode = Literal["stream", "plain", "probe"]
 
@@ -41,10 +42,13 @@ def openai_family(model: BaseChatModel) -> bool:
 
 
 def streams(model: BaseChatModel) -> bool:
-    """Whether the model has a streaming call of its own (else ``stream`` is one invoke)."""
+    """Whether the model has a streaming call of its own (else ``stream`` is one invoke).
+    langchain-core's own fakes are called plain: their streams carry the text alone
+    (``GenericFakeChatModel`` drops a reply's tool calls), and ``invoke`` gives the reply whole."""
     if getattr(model, "disable_streaming", False) is True:
         return False
-    return type(model)._stream is not BaseChatModel._stream
+    own = type(model)._stream
+    return own is not BaseChatModel._stream and own.__module__ != FAKES_MODULE
 
 
 def _chooses(model: BaseChatModel) -> bool:

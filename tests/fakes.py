@@ -179,8 +179,9 @@ SEED_CALLS = [
 
 def seed_call_responder(request: dict[str, Any]) -> ServerReply:
     """The seed for the test server as tool calls, per conversation (its tool results count the
-    turns); a request without tools gets the text seed."""
-    if not request.get("tools"):
+    turns); a request without tools, or that refuses them (``tool_choice="none"``, the forced
+    answer), gets the text seed."""
+    if not request.get("tools") or request.get("tool_choice") == "none":
         return seed_responder(request)
     done = sum(m["role"] == "tool" for m in request["messages"])
     steps = [

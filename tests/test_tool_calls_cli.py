@@ -87,3 +87,23 @@ def test_a_call_without_a_thought_is_sent_with_text(
     out = run(native(openai_server, stream=False), {"question": "How many years?"})
     assert (out["status"], out["answer"]) == ("answered", "48")
     assert out["turns"][0]["text"] == ""  # the record keeps what the model wrote
+
+
+def test_the_forced_answer_keeps_the_tools_and_refuses_them(
+    openai_server: FakeOpenAIServer, run: Runner
+) -> None:
+    """At the cap, ChatOpenAI's forced call sends the tools with ``tool_choice="none"``: a
+    valid request wherever the transcript holds tool calls, and the model can only answer."""
+
+    def responder(body: dict) -> object:
+        refused = body.get("tool_choice") == "none"
+        return "It is 48." if refused else seed_call_responder(body)
+
+    openai_server.responder = responder  # type: ignore[assignment]
+    graph = native(openai_server, stream=False)
+    out = run(graph, {"question": "How many years?"}, context={"max_turns": 2})
+    assert (out["status"], out["answer"]) == ("turn_limit", "It is 48.")
+    *turns, forced = openai_server.requests
+    assert [r.get("tool_choice") for r in turns] == ["auto", "auto"]
+    assert forced["tool_choice"] == "none" and forced["tools"] == turns[0]["tools"]
+    assert [m["role"] for m in forced["messages"]].count("tool") == 2

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
@@ -123,17 +124,35 @@ def test_a_model_that_cannot_bind_tools_is_refused_when_built_and_when_run() -> 
 
 
 @pytest.mark.parametrize("variant", ["transcript", "compaction"])
-def test_at_the_cap_the_forced_answer_is_asked_without_tools(variant: str, run: Runner) -> None:
+def test_at_the_cap_the_forced_answer_is_asked_with_the_tools_bound(
+    variant: str, run: Runner
+) -> None:
+    """Providers want the tools of a transcript that holds tool calls (Anthropic's and
+    Bedrock's refuse one without): they stay bound, and only the answer is taken."""
     model = fake_model(
         call("echo", {"text": "1"}), call("echo", {"text": "2"}), AIMessage("It is 48.")
     )
     graph = build_graph(variant, model=model, tools=[ToolLog().echo()], max_turns=2, **NATIVE)
     out = run(graph, {"question": "q"}, CONFIG)
     assert (out["status"], out["answer"]) == ("turn_limit", "It is 48.")
-    assert model.bound == [["echo"], ["echo"], []]
+    assert model.bound == [["echo"], ["echo"], ["echo"]]
     assert prompts.FORCE_ANSWER in model.prompts[-1]
     answered(model.calls[-1]["messages"])
     assert out["turns"][-1]["kind"] == "forced"
+
+
+@pytest.mark.parametrize("variant", ["transcript", "compaction"])
+def test_a_forced_reply_that_calls_a_tool_is_no_answer(variant: str, run: Runner) -> None:
+    log = ToolLog()
+    model = fake_model(
+        call("echo", {"text": "1"}), call("echo", {"text": "2"}), call("echo", {"text": "3"}, "t3")
+    )
+    graph = build_graph(variant, model=model, tools=[log.echo()], max_turns=2, **NATIVE)
+    out = run(graph, {"question": "q"}, CONFIG)
+    assert (out["status"], out["answer"]) == ("turn_limit", None)
+    forced = out["turns"][-1]
+    assert (forced["kind"], forced["action"], forced["observation"]) == ("forced", "echo", None)
+    assert log.calls == [("echo", "1"), ("echo", "2")]  # the forced call's Action never runs
 
 
 @pytest.mark.parametrize("variant", ["notes", "notes_compaction"])
@@ -353,3 +372,21 @@ def test_a_fake_chat_model_records_bound_tools() -> None:
     model.bind_tools([calculator], tool_choice="auto").invoke("hi")
     assert model.bound == [["calculator"]]
     assert model.calls[0]["options"]["tool_choice"] == "auto"
+
+
+class ToolCallingGenericFake(GenericFakeChatModel):
+    """langchain-core's own fake, made to take tools, as a user's test would make it."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_seed_with_langchain_cores_generic_fake(variant: str, run: Runner) -> None:
+    """Its stream carries the text alone, without the tool calls: it is called plain."""
+    log = ToolLog()
+    model = ToolCallingGenericFake(messages=iter(SEED_CALLS))
+    graph = build_graph(variant, model=model, tools=seed_tools(log), **NATIVE)
+    out = run(graph, {"question": "How many years apart?"}, CONFIG)
+    assert (out["status"], out["answer"]) == ("answered", "48")
+    assert [c[0] for c in log.calls] == ["search", "search", "calculator"]
