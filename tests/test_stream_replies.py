@@ -34,7 +34,30 @@ from tests.test_cli import cli
 
 # Not UTF-8 inside an event stream, rather than as the whole body.
 NOT_UTF8_EVENT = Raw(b'{"choices": [{"delta": {"content": "\xff\xfe"}}]}')
-MALFORMED = {"not-utf8": NOT_UTF8, "not-utf8-event": NOT_UTF8_EVENT, "no-choices": NO_CHOICES}
+MALFORMED = {
+    "not-utf8": NOT_UTF8,
+    "not-utf8-event": NOT_UTF8_EVENT,
+    "no-choices": NO_CHOICES,
+    # What proxies and busy servers send: a page, a JSON value that is no object, a choice
+    # without its message.
+    "html": Raw("<html><body>busy</body></html>", events=False, content_type="text/html"),
+    "json-list": Raw("[1, 2, 3]", events=False),
+    "choice-without-message": Raw('{"id": "x", "choices": [{"index": 0}]}', events=False),
+}
+# An event stream sent to a plain request (to a streamed one it is a cut: asked again plain).
+EVENTS_TO_PLAIN = Raw(
+    'data: {"id": "c", "choices": [{"index": 0, "delta": {"content": ""}}]}\n\n',
+    events=False,
+    content_type="text/event-stream",
+)
+CASES = [
+    *[
+        pytest.param(body, stream, id=f"{name}-{label}")
+        for name, body in MALFORMED.items()
+        for stream, label in ((None, "streamed"), (False, "plain"))
+    ],
+    pytest.param(EVENTS_TO_PLAIN, False, id="event-stream-plain"),
+]
 
 
 @pytest.fixture(params=["aiohttp", "httpx"])
@@ -65,8 +88,7 @@ def test_a_plain_reply_to_a_streamed_request_is_used_whole(
     assert second["prompt_tokens"] == sum(len(m["content"]) for m in messages) // 4 + 1
 
 
-@pytest.mark.parametrize("stream", [None, False], ids=["streamed", "plain"])
-@pytest.mark.parametrize("body", list(MALFORMED.values()), ids=list(MALFORMED))
+@pytest.mark.parametrize(("body", "stream"), CASES)
 def test_a_malformed_reply_is_retried_then_stops_the_run_resumably(
     openai_server: FakeOpenAIServer, run: Runner, body: Raw, stream: bool | None
 ) -> None:
@@ -85,12 +107,14 @@ def test_a_malformed_reply_is_retried_then_stops_the_run_resumably(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "reply", [Fault(500, "down"), NOT_UTF8, NO_CHOICES], ids=["500", "not-utf8", "no-choices"]
+    "reply",
+    [Fault(500, "down"), NOT_UTF8, NO_CHOICES, MALFORMED["html"], EVENTS_TO_PLAIN],
+    ids=["500", "not-utf8", "no-choices", "html", "event-stream"],
 )
 def test_ask_stops_on_a_malformed_reply_as_on_a_500(
     openai_server: FakeOpenAIServer, tmp_path: Path, reply: Any
 ) -> None:
-    openai_server.script.extend([reply] * 2)
+    openai_server.script.extend([reply] * 3)
     common = ["--base-url", openai_server.url, "--timeout", "30", "--model-retries", "1"]
     result = cli("ask", "q", *common, "--db", str(tmp_path / "runs.db"), "--thread", "t1")
     assert result.returncode == 1, result.stderr
@@ -98,7 +122,9 @@ def test_ask_stops_on_a_malformed_reply_as_on_a_500(
     error = result.stderr.strip().splitlines()[-1]
     assert f"the model at {openai_server.url} failed after 2 attempts" in error, error
     assert f"resume it with: reactgraph resume t1 --db {tmp_path / 'runs.db'}" in error
-    assert len(openai_server.requests) == 2
+    # Two attempts; an event stream sent to the streamed first one is a cut, asked again
+    # plain at once and not counted as one.
+    assert len(openai_server.requests) == (3 if reply is EVENTS_TO_PLAIN else 2)
 
 
 @pytest.mark.slow
