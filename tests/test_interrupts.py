@@ -272,3 +272,19 @@ def test_a_one_worker_run_ends_with_nothing_on_stderr(
         run = cli(*args, "--db", str(tmp_path / f"r{i}.sqlite"), "--base-url", openai_server.url)
         assert run.returncode == 0, run.stderr
         assert run.stderr == "", run.stderr
+
+
+def test_the_command_starts_no_uname_for_its_model_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OpenAI client's first request asks ``platform.platform()``, which ran ``uname -p`` on
+    the command's thread: a Ctrl-C then left that process to outlive the command."""
+    import platform
+
+    from reactgraph.app import leftovers
+
+    def spawned(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"a process was started: {args}")
+
+    monkeypatch.setattr(platform, "_uname_cache", None)  # a fresh uname(), as in a new process
+    monkeypatch.setattr(subprocess, "check_output", spawned)
+    leftovers.spare_uname()
+    assert platform.platform().startswith("Linux") and platform.processor() == ""

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from reactgraph.app import interrupts
+from reactgraph.app import interrupts, leftovers
 from reactgraph.app.engines import ENGINES
 from reactgraph.app.eval.parser import add_eval_parser
 from reactgraph.app.flags import UsageError, add_setting_flags
@@ -226,6 +226,8 @@ def run_command(argv: Sequence[str] | None) -> int:
     """Parse the arguments and run the command they name."""
     args = make_parser().parse_args(argv)
     from reactgraph.app.hints import check_text, interrupted_hint
+
+    leftovers.spare_uname()
 
     # Said before anything loads (LangChain takes seconds on a loaded machine): a Ctrl-C at
     # start-up stops at once, and the hint holds from the first line of every command but ask.

@@ -85,6 +85,19 @@ def tracker() -> None:
         own._lock.release()
 
 
+def spare_uname() -> None:
+    """Let ``platform`` know the processor without running ``uname -p`` (Linux). The OpenAI
+    client asks ``platform.platform()`` on its first request, on the command's thread; a
+    Ctrl-C while that child runs left it to outlive the command, as the stop cannot see a
+    process that thread starts after it looked. ``processor`` is a cached property of the
+    cached ``uname()``; on Linux the answer is blank (``uname -p`` says unknown), and
+    ``platform.platform()`` reads the same either way."""
+    if sys.platform.startswith("linux"):
+        import platform
+
+        platform.uname().processor = ""  # type: ignore[misc]
+
+
 def _tracker_pid() -> int | None:
     module = sys.modules.get("multiprocessing.resource_tracker")
     return None if module is None else module._resource_tracker._pid
