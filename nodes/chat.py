@@ -11,7 +11,6 @@ streamed, the last AI message. Messages accumulate across the runs of a thread.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -23,7 +22,7 @@ from reactgraph.nodes.endings import ENDINGS
 from reactgraph.nodes.linebreaks import hard
 from reactgraph.nodes.questions import content_parts, unread_note
 from reactgraph.nodes.state import CompactionRecord, Turn
-from reactgraph.nodes.tool_input import Uncallable, visible_args
+from reactgraph.nodes.tool_input import Uncallable, model_json, visible_args
 
 # Ids of the human messages a run adds for a question given as ``{"question": ...}``.
 QUESTION_ID = "rg-question-"
@@ -58,7 +57,7 @@ def tool_args(reading: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> dict
     keys = arg_names(reading["action"] or INVALID, tools)
     if len(keys) > 1:
         try:
-            value = json.loads(text)
+            value = model_json(text)
         except ValueError:
             value = None
         if isinstance(value, dict):

@@ -30,6 +30,8 @@ from reactgraph.nodes.storable import unstorable
 MAX_RESUME_CHARS = 100_000
 """The largest resume value taken, as JSON text (an edited input or a person's reply)."""
 MAX_BY_CHARS = 200
+MAX_RESUME_DEPTH = 32
+"""The deepest a resume value may nest (an edit's arguments are JSON objects, rarely deep)."""
 
 _TYPES: dict[str, Decision] = {
     "approve": "approve",
@@ -76,11 +78,15 @@ class Decided:
 
 
 def check_resume(value: Any) -> None:
-    """ValueError for a resume value no checkpointer should store: over ``MAX_RESUME_CHARS`` as
-    JSON, not JSON at all, or holding a character no checkpointer can store."""
+    """ValueError for a resume value no checkpointer should store: nested over
+    ``MAX_RESUME_DEPTH`` levels, over ``MAX_RESUME_CHARS`` as JSON, not JSON at all, or holding
+    a character no checkpointer can store."""
+    problem = _shape_problem(value)
+    if problem is not None:
+        raise ValueError(f"the resume value {problem}")
     try:
         text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         raise ValueError("the resume value must be JSON: a decision such as " + _SHAPES) from None
     if len(text) > MAX_RESUME_CHARS:
         raise ValueError(
@@ -91,6 +97,26 @@ def check_resume(value: Any) -> None:
         problem = unstorable(part)
         if problem is not None:
             raise ValueError(f"the resume value cannot be stored: a text in it holds a {problem}")
+
+
+def _shape_problem(value: Any) -> str | None:
+    """What is wrong with the shape of ``value``, read level by level without recursion, and
+    never past ``MAX_RESUME_DEPTH`` levels or ``MAX_RESUME_CHARS`` items (each is a character
+    of JSON at least): it nests too deep, or holds too much."""
+    level = [value]
+    for _ in range(MAX_RESUME_DEPTH + 1):
+        inner: list[Any] = []
+        for item in level:
+            if isinstance(item, Mapping):
+                inner.extend(item.values())
+            elif isinstance(item, list | tuple):
+                inner.extend(item)
+            if len(inner) > MAX_RESUME_CHARS:
+                return f"is too large (over {MAX_RESUME_CHARS} items)"
+        if not inner:
+            return None
+        level = inner
+    return f"nests over {MAX_RESUME_DEPTH} levels"
 
 
 def _texts(value: Any) -> Any:

@@ -97,6 +97,15 @@ def visible_args(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> dict[s
     return {name: spec for name, spec in properties.items() if name not in hidden}
 
 
+def model_json(text: str) -> Any:
+    """The JSON value a model wrote; ValueError when it is not JSON, or nests deeper than the
+    decoder reads (its RecursionError, at about a thousand levels: a few KB of brackets)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("the JSON nests too deep") from None
+
+
 def _first_line(error: BaseException) -> str:
     """An error's first line, its type's name when it has none."""
     text = str(error).strip().splitlines()
@@ -124,7 +133,7 @@ def _one(name: str, spec: Any, text: str) -> Any:
     if _kind(spec) in ("string", "any"):
         return text
     try:
-        value = json.loads(text)
+        value = model_json(text)
     except ValueError:
         return text  # the tool's own validation tells the model what is wrong
     if isinstance(value, dict) and set(value) == {name}:
@@ -149,7 +158,7 @@ def tool_arguments(
         name, spec = next(iter(properties.items()))
         return {name: _one(name, spec, tool_input)}
     try:
-        value = json.loads(tool_input)
+        value = model_json(tool_input)
     except ValueError:
         problem = "the input is not valid JSON."
     else:
@@ -197,7 +206,7 @@ def as_text(result: Any) -> str:
         return "\n".join(str(b["text"]) for b in result)  # content blocks (MCP, Anthropic)
     try:
         return json.dumps(result, ensure_ascii=False, default=str)
-    except ValueError:  # an int too long to print, say
+    except (ValueError, RecursionError):  # an int too long to print, a value nested too deep
         return prompts.TOOL_UNPRINTABLE.format(kind=type(result).__name__)
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reactgraph.nodes.decisions import Decided, Malformed, read_decision
+from reactgraph.nodes.decisions import Decided, Malformed, check_resume, read_decision
 
 KEYS = ["type", "decisions", "edited_action", "name", "action", "args", "arguments", "message"]
 WORDS = ["approve", "accept", "edit", "respond", "response", "reject", "ignore", "yes", "n"]
@@ -46,3 +46,27 @@ def test_any_json_value_is_a_decision_or_malformed(value: Any) -> None:
 def test_a_type_or_name_that_is_not_text_is_malformed(value: Any) -> None:
     with pytest.raises(Malformed):
         read_decision(value)
+
+
+def nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [33, 5000])
+def test_a_value_nested_too_deep_is_malformed_and_refused_by_check_resume(depth: int) -> None:
+    """Past the JSON encoder's own limit too (its RecursionError is no ValueError)."""
+    edit = {"type": "edit", "edited_action": {"name": "a", "args": {"x": nested(depth)}}}
+    with pytest.raises(Malformed, match="nests over 32 levels"):
+        read_decision(edit)
+    with pytest.raises(ValueError, match="nests over 32 levels"):
+        check_resume(nested(depth))
+
+
+def test_a_value_that_holds_itself_is_refused_without_walking_it_all() -> None:
+    loop: list[Any] = []
+    loop.extend([loop, loop])
+    with pytest.raises(ValueError, match="too large"):
+        check_resume(loop)

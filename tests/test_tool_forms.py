@@ -221,3 +221,25 @@ def test_a_tool_returning_a_command_gets_an_observation_saying_so(run: Runner) -
     result, _ = ask(run, [jump], action("jump", "x"))
     assert observations(result) == [prompts.TOOL_COMMAND.format(name="jump")]
     assert result["answer"] == "done"
+
+
+def test_an_input_nested_too_deep_to_read_is_an_observation(run: Runner) -> None:
+    """A few KB of brackets nest past what the JSON decoder reads (its RecursionError): the
+    input is not JSON to the loop, never a crash the thread's every resume would replay."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add a and b."""
+        return a + b
+
+    @tool
+    def double(x: int) -> int:
+        """Double x."""
+        return 2 * x
+
+    deep = "[" * 5000 + "]" * 5000
+    out, _model = ask(run, [add, double], action("add", deep), action("double", deep))
+    first, second = observations(out)
+    assert first is not None and "not valid JSON" in first
+    assert second is not None and second.startswith("Error: double")
+    assert out["status"] == "answered"
