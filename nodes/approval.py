@@ -28,7 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
 from reactgraph.nodes import prompts
-from reactgraph.nodes.chat import arg_names, tool_args
+from reactgraph.nodes.chat import arg_names, call_args
 from reactgraph.nodes.decisions import Decided, Malformed, read_decision
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.run_settings import RunSettings
@@ -86,7 +86,7 @@ def request_for(state: State, deps: Deps, problem: str | None = None) -> dict[st
     parsed = state["parsed"]
     assert parsed is not None
     name = str(parsed["action"])
-    args = tool_args(parsed, deps.tools)
+    args = call_args(parsed, deps.tools)
     turn = len(state.get("turns") or []) + 1
     action = f"{name}[{parsed['action_input']}]"
     description = prompts.APPROVAL_REQUEST.format(action=action, turn=turn)

@@ -65,16 +65,19 @@ def tool_args(reading: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> dict
     return {keys[0] if len(keys) == 1 else "input": text}
 
 
+def call_args(reading: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> dict[str, Any]:
+    """A turn's action's arguments: a native call's as the model sent them (the tool_calls
+    format), else read from its input as the text format has it."""
+    args = reading.get("args") if reading["action"] else None
+    return args if isinstance(args, dict) else tool_args(reading, tools)
+
+
 def _tool_call(
     reading: Mapping[str, Any], call_id: str, tools: Mapping[str, BaseTool]
 ) -> dict[str, Any]:
-    """A turn's action as a tool call: a native one's arguments as the model sent them (the
-    tool_calls format), else read from its input as the text format has it."""
+    """A turn's action as a tool call (``call_args``)."""
     name = reading["action"] or INVALID
-    args = reading.get("args") if reading["action"] else None
-    if not isinstance(args, dict):
-        args = tool_args(reading, tools)
-    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+    return {"name": name, "args": call_args(reading, tools), "id": call_id, "type": "tool_call"}
 
 
 def shown(text: str) -> str:

@@ -9,6 +9,8 @@ import logging
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -16,7 +18,7 @@ from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.decisions import MAX_RESUME_CHARS
 from reactgraph.nodes.standing import status_of
 from reactgraph.variants import REGISTRY
-from tests.fakes import Runner, ToolLog, action, add, answer, fake_model, prompt_text
+from tests.fakes import Runner, ToolLog, action, add, answer, call, fake_model, prompt_text
 
 CONFIG = {"configurable": {"thread_id": "t1"}}
 
@@ -388,3 +390,55 @@ def test_the_python_batch_api_never_waits_and_reports_the_waiting_runs() -> None
     calls = len(graph.model.calls)
     assert [r["status"] for r in asyncio.run(again())] == ["awaiting_approval"]
     assert len(graph.model.calls) == calls and log.calls == []
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(
+    ("value", "observation"),
+    [
+        ({"decisions": [{"type": "approve"}]}, "5"),
+        ({"type": "edit", "edited_action": {"name": "add", "args": {"a": 40, "b": 8}}}, "48"),
+        ({"type": "respond", "message": "It is 5."}, "It is 5."),
+    ],
+    ids=["approve", "edit", "respond"],
+)
+def test_a_native_tool_call_is_approved_with_its_arguments_as_the_model_sent_them(
+    variant: str, value: Any, observation: str, run: Runner
+) -> None:
+    """The tool_calls format: the card shows the call's own arguments (numbers stay numbers,
+    as in the chat view), and each decision gives its Observation as the text format does."""
+    graph, _log = built(
+        variant,
+        call("add", {"a": 2, "b": 3}, "Add them.", "c1"),
+        AIMessage("done"),
+        approve=("add",),
+        action_format="tool_calls",
+    )
+    out = run(graph, {"question": "q"}, CONFIG)
+    (asked,) = out["__interrupt__"][0].value["action_requests"]
+    assert (asked["name"], asked["args"]) == ("add", {"a": 2, "b": 3})
+    out = run(graph, Command(resume=value), CONFIG)
+    (turn,) = [t for t in out["turns"] if t["action"] == "add"]
+    assert turn["observation"] == observation and out["answer"] == "done"
+
+
+def test_a_native_call_of_a_one_argument_tool_is_shown_as_sent(run: Runner) -> None:
+    @tool
+    def double(x: int) -> int:
+        """Double x."""
+        return 2 * x
+
+    model = fake_model(call("double", {"x": 21}, "", "c1"), AIMessage("done"))
+    graph = build_graph(
+        "transcript",
+        model=model,
+        tools=[double],
+        checkpointer=InMemorySaver(),
+        approve=["double"],
+        action_format="tool_calls",
+    )
+    out = run(graph, {"question": "q"}, CONFIG)
+    (asked,) = out["__interrupt__"][0].value["action_requests"]
+    assert asked["args"] == {"x": 21}  # as the chat view's call shows it, not "21"
+    out = run(graph, Command(resume={"type": "approve"}), CONFIG)
+    assert out["turns"][0]["observation"] == "42"
