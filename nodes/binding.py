@@ -20,6 +20,7 @@ from langchain_core.tools import BaseTool
 
 from reactgraph.nodes import prompts
 from reactgraph.nodes.injection import Injected
+from reactgraph.nodes.streamchoice import openai_family
 from reactgraph.nodes.tool_input import RAW, Uncallable, visible_args
 
 RAW_PARAMETER = "input"
@@ -86,16 +87,11 @@ def tool_schemas(
     return schemas
 
 
-def _openai_family(model: BaseChatModel) -> bool:
-    # By name, as ``streaming`` does: importing langchain-openai costs a second.
-    return any(cls.__name__ == "BaseChatOpenAI" for cls in type(model).__mro__)
-
-
 def binding_options(model: BaseChatModel) -> dict[str, Any]:
     """What ``bind_tools`` is given besides the tools: ``tool_choice="auto"`` for the OpenAI
     family (OpenAI's own default; llama-cpp-python's chatml-function-calling ignores the tools
     without it), nothing for other models (their default)."""
-    return {"tool_choice": "auto"} if _openai_family(model) else {}
+    return {"tool_choice": "auto"} if openai_family(model) else {}
 
 
 def bound_arguments(model: BaseChatModel, schemas: list[dict[str, Any]]) -> dict[str, Any]:

@@ -105,6 +105,23 @@ def test_a_file_with_no_good_line_is_one_error_line(tmp_path: Path) -> None:
     assert "codec" not in run.stderr
 
 
+@pytest.mark.parametrize("command", ["batch", "eval"])
+def test_what_only_a_built_graph_can_tell_is_one_line_before_any_run(
+    openai_server: FakeOpenAIServer, tmp_path: Path, command: str
+) -> None:
+    """``--approve`` naming a tool the graph lacks: one line and exit 2, as ``ask`` says it,
+    not a failed result line per question."""
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "a", "question": "q?", "answer": "x"}) + "\n")
+    where = ["--out", str(tmp_path / ("r.jsonl" if command == "batch" else "eval"))]
+    run = run_main(command, str(questions), *where, "--base-url", openai_server.url,
+                   "--db", str(tmp_path / "runs.sqlite"), "--approve", "serch")  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert "approve names 'serch', which the graph has no tool of" in line
+    assert openai_server.requests == [] and not (tmp_path / "r.jsonl").exists()
+
+
 def test_ids_are_kept_as_given_and_generated_ones_never_collide(
     seed_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:

@@ -180,11 +180,8 @@ def make_parser() -> Parser:
     )
     batch.add_argument("questions", help='JSONL file: {"question": "...", "id": ...} per line')
     batch.add_argument("--out", required=True, help="JSONL results, appended as runs finish")
-    batch.add_argument(
-        "--prune",
-        action="store_true",
-        help="keep only the final state of each finished run (no history or time travel)",
-    )
+    keep = "keep only the final state of each finished run (no history or time travel)"
+    batch.add_argument("--prune", action="store_true", help=keep)
     batch.set_defaults(handler=f"{RUNNING}:cmd_batch")
     prune = commands.add_parser(
         "prune", parents=[db], help="keep only the final state of finished runs"

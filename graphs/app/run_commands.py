@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import uuid
 from typing import Any
@@ -143,7 +144,7 @@ def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> 
     db = database_backend(args.db).address(args.db)
     with open_db(db):
         pass  # a database that cannot be used is one line now, not one per worker
-    return Recipe(
+    recipe = Recipe(
         variant=args.variant,
         model=args.model,
         base_url=args.base_url or os.environ.get("OPENAI_BASE_URL") or None,
@@ -155,3 +156,10 @@ def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> 
         options=options,
         concurrency=args.concurrency,
     )
+    if not options.mcp:  # a server's tools are listed by each worker, not twice
+        for name in variants or [args.variant]:
+            # What only a built graph can tell (--approve naming a tool there is not, a tool
+            # named as a variant's own action): one line now, not a failed run per question.
+            record = dataclasses.replace(recipe, variant=name).record("check", "check")
+            build_for(record, ScriptedChatModel(replies=[]))
+    return recipe

@@ -8,11 +8,6 @@ from reactgraph.storage.errors import DatabaseError as DatabaseError
 from reactgraph.storage.errors import NoDatabase as NoDatabase
 
 
-def redact(db: str) -> str:
-    """``db`` fit to print: a PostgreSQL URL without its password."""
-    return database_backend(db).shown(db)
-
-
 def explain(db: str, error: BaseException) -> str:
     """A database fault in one line that names the database and says what to do."""
     return database_backend(db).explain(db, error)
