@@ -1,4 +1,6 @@
-"""Binding the tools to a model for the ``tool_calls`` action format.
+"""What the model is told of its tools: one line each in the text format's prompt
+(``describe_tools``), and, bound to the model, a function schema each for the ``tool_calls``
+action format.
 
 Each tool, and each of the variant's own actions (``update_notes``), becomes the JSON schema of a
 function, built from the arguments the model is meant to write (``tool_input.visible_args``: the
@@ -11,6 +13,7 @@ deadline and streaming as the text format.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,10 +24,43 @@ from langchain_core.tools import BaseTool
 from reactgraph.nodes import prompts
 from reactgraph.nodes.injection import Injected
 from reactgraph.nodes.streamchoice import openai_family
-from reactgraph.nodes.tool_input import RAW, Uncallable, visible_args
+from reactgraph.nodes.tool_input import RAW, Uncallable, describe_schema, visible_args
+
+logger = logging.getLogger(__name__)
 
 RAW_PARAMETER = "input"
 """What a tool that takes only ``*args`` calls its one argument in its schema."""
+
+
+def describe_tool(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> str:
+    """A tool's description for the prompt; a tool of several arguments says how to write them
+    (injected arguments are never shown)."""
+    text = " ".join(tool.description.split())
+    try:
+        shown = visible_args(tool, hidden)
+    except Uncallable as error:
+        logger.warning("the model cannot call the tool %r: %s", tool.name, error)
+        return text
+    if len(shown) > 1:
+        text = prompts.TOOL_JSON_INPUT.format(
+            description=text, schema=describe_schema(tool, hidden)
+        )
+    return text
+
+
+def describe_tools(
+    tools: Sequence[BaseTool],
+    extra: Sequence[tuple[str, str]] = (),
+    injected: Mapping[str, Injected] | None = None,
+) -> str:
+    """One line per action, name and description, for the prompt's {tool_descriptions}."""
+    injected = injected or {}
+    pairs = [
+        (tool.name, describe_tool(tool, getattr(injected.get(tool.name), "hidden", frozenset())))
+        for tool in tools
+    ]
+    pairs.extend(extra)
+    return "\n".join(prompts.TOOL_LINE.format(name=n, description=d) for n, d in pairs)
 
 
 def parameters(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:

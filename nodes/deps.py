@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -15,12 +15,16 @@ from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
 from reactgraph.nodes import prompts
-from reactgraph.nodes.binding import action_parameters, bound_arguments, tool_schemas
+from reactgraph.nodes.binding import (
+    action_parameters,
+    bound_arguments,
+    describe_tools,
+    tool_schemas,
+)
 from reactgraph.nodes.injection import Injected, injected_args
 from reactgraph.nodes.providers import ModelCaller
 from reactgraph.nodes.run_settings import RunSettings, notes_limit, uses_tool_calls
 from reactgraph.nodes.tokens import TokenCounter
-from reactgraph.nodes.tool_input import Uncallable, describe_schema, visible_args
 from reactgraph.nodes.view import WHOLE, View
 
 logger = logging.getLogger(__name__)
@@ -36,37 +40,6 @@ def model_name(model: BaseChatModel) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
-
-
-def describe_tool(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> str:
-    """A tool's description for the prompt; a tool of several arguments says how to write them
-    (injected arguments are never shown)."""
-    text = " ".join(tool.description.split())
-    try:
-        shown = visible_args(tool, hidden)
-    except Uncallable as error:
-        logger.warning("the model cannot call the tool %r: %s", tool.name, error)
-        return text
-    if len(shown) > 1:
-        text = prompts.TOOL_JSON_INPUT.format(
-            description=text, schema=describe_schema(tool, hidden)
-        )
-    return text
-
-
-def describe_tools(
-    tools: Sequence[BaseTool],
-    extra: Sequence[tuple[str, str]] = (),
-    injected: Mapping[str, Injected] | None = None,
-) -> str:
-    """One line per action, name and description, for the prompt's {tool_descriptions}."""
-    injected = injected or {}
-    pairs = [
-        (tool.name, describe_tool(tool, getattr(injected.get(tool.name), "hidden", frozenset())))
-        for tool in tools
-    ]
-    pairs.extend(extra)
-    return "\n".join(prompts.TOOL_LINE.format(name=n, description=d) for n, d in pairs)
 
 
 def contained(tool: BaseTool) -> BaseTool:
@@ -85,6 +58,24 @@ def contained(tool: BaseTool) -> BaseTool:
             raise ToolExit(str(error) or type(error).__name__) from None
 
     return tool.model_copy(update={"coroutine": guarded})
+
+
+MOST_REMEMBERED = 32
+"""Per-run models (``model_name``/``base_url``) and notes limits a graph keeps made, the most
+recently used: a run's context is anyone's (a server), and each model holds its connections."""
+
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
+
+
+def remembered(cache: dict[_Key, _Value], key: _Key, value: _Value) -> _Value:
+    """``value``, kept under ``key`` as the newest of ``cache``, whose oldest is let go beyond
+    ``MOST_REMEMBERED`` (the caller holds the lock)."""
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > MOST_REMEMBERED:
+        del cache[next(iter(cache))]
+    return value
 
 
 class ToolExit(RuntimeError):
@@ -121,7 +112,9 @@ class Deps:
     call_params: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Every action with the names of its arguments (reading a native tool call)."""
     _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)
-    _bindings: dict[tuple[int, Any], dict[str, Any]] = field(default_factory=dict)
+    _bindings: dict[tuple[str | None, str | None, Any], dict[str, Any]] = field(
+        default_factory=dict
+    )
     _schemas: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -138,13 +131,12 @@ class Deps:
         if self.model_factory is None:
             raise ValueError("this graph cannot switch models per run (no model factory)")
         with self._lock:
-            caller = self._callers.get((name, url))
+            caller = self._callers.pop((name, url), None)
             if caller is None:
                 chosen = name or model_name(self.model) or "gpt-4o-mini"
                 model = self.model_factory(chosen, url)
                 caller = ModelCaller(model, chosen)
-                self._callers[(name, url)] = caller
-            return caller
+            return remembered(self._callers, (name, url), caller)
 
     def tool_schemas(self, settings: RunSettings) -> list[dict[str, Any]]:
         """Every action as a tool's JSON schema (the ``tool_calls`` format), for the run's
@@ -155,20 +147,20 @@ class Deps:
         if found is None:
             found = tool_schemas(self.tools, self.injected, self.action_specs, limit)
             with self._lock:
-                self._schemas[limit] = found
+                remembered(self._schemas, limit, found)
         return found
 
     def tool_binding(self, caller: ModelCaller, settings: RunSettings) -> dict[str, Any]:
         """The call arguments that bind every action to the caller's model as a tool (the
         ``tool_calls`` format), made once per model and notes limit; ValueError for a model
         that cannot bind tools."""
-        key = (id(caller), notes_limit(settings))
+        key = (settings.model_name, settings.base_url, notes_limit(settings))
         with self._lock:
             found = self._bindings.get(key)
         if found is None:
             found = bound_arguments(caller.model, self.tool_schemas(settings))
             with self._lock:
-                self._bindings[key] = found
+                remembered(self._bindings, key, found)
         return found
 
     def check_format(self, settings: RunSettings) -> None:

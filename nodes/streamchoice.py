@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 PROBE_HEADER = "X-Reactgraph-Probe"
 OPENAI_URL = "api.openai.com"
 FAKES_MODULE = "langchain_core.language_models.fake_chat_models"
+MOST_SERVERS = 256  # servers remembered (a run's base_url is anyone's on a server)
 MAX_PROBE_CHUNKS = 64  # a one-token reply is a handful of chunks: the probe never reads more
 Mode = Literal["stream", "plain", "probe"]
 
@@ -100,8 +101,10 @@ def _settle(key: tuple[str, str], counted: bool | None, why: str = "") -> bool:
     with _lock:
         _probing.discard(key)
         if counted is not None:
-            before = _found.get(key)
+            before = _found.pop(key, None)
             _found[key] = counted
+            while len(_found) > MOST_SERVERS:  # the oldest let go: asked again if called again
+                del _found[next(iter(_found))]
     if counted is False and before is not False:
         logger.info("calling the model at %s plain: %s", key[0], why)
     return bool(counted)

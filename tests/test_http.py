@@ -269,3 +269,26 @@ def test_a_runs_context_can_switch_to_another_openai_compatible_model(
     out = graph.invoke({"question": "q"}, context=context)
     assert out["answer"] == "from the server" and built.calls == []
     assert openai_server.requests[0]["model"] == "served-model"
+
+
+def test_a_graph_keeps_only_the_newest_per_run_models() -> None:
+    """A run's context is anyone's on a server: each model named there is made once and kept,
+    the most recently used ``MOST_REMEMBERED`` of them (each holds its connections)."""
+    from reactgraph.nodes.deps import MOST_REMEMBERED, make_deps
+    from reactgraph.nodes.run_settings import RunSettings
+    from reactgraph.scripted import ScriptedChatModel
+
+    made: list[str] = []
+
+    def factory(name: str, url: str | None) -> ScriptedChatModel:
+        made.append(name)
+        return ScriptedChatModel(replies=[], model_name=name)
+
+    deps = make_deps(ScriptedChatModel(replies=[]), [calculator], {}, model_factory=factory)
+    first = deps.caller_for(RunSettings(model_name="m0"))
+    for n in range(1, 3 * MOST_REMEMBERED):
+        if n % 2:  # m0 used again now and then: kept, the same caller, made once
+            assert deps.caller_for(RunSettings(model_name="m0")) is first
+        deps.caller_for(RunSettings(model_name=f"m{n}"))
+    assert len(deps._callers) == MOST_REMEMBERED and made.count("m0") == 1
+    assert len(made) == 3 * MOST_REMEMBERED

@@ -29,7 +29,7 @@ from langchain_core.messages import HumanMessage
 from reactgraph import build_graph
 from reactgraph.models import chat_model
 from reactgraph.nodes import prompts, streamchoice
-from reactgraph.nodes.deps import describe_tools
+from reactgraph.nodes.binding import describe_tools
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.nodes.tokens import TokenCounter
 from reactgraph.tools import calculator, search_tools
