@@ -15,8 +15,7 @@ A tool whose arguments cannot be read (a pydantic schema with no JSON form) is s
 to it is an Observation naming it and what it expects.
 
 The tool is then invoked with a LangChain ``ToolCall``, as ``ToolNode`` does, so it answers with a
-``ToolMessage``: its content is the Observation, its artifact (``content_and_artifact`` tools)
-is kept in the turn record.
+``ToolMessage`` (``tool_output``: the Observation and the artifact kept).
 """
 
 from __future__ import annotations
@@ -26,17 +25,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, Tool
-from langgraph.types import Command
 
 from reactgraph.nodes import prompts
-from reactgraph.nodes.storable import storable
-
-ARTIFACT_MAX_CHARS = 100_000
-"""An artifact whose JSON is longer is kept as a marker saying so (it lives in every checkpoint
-of the run)."""
-
 
 # What a schema-less tool's ``_run`` takes that LangChain fills itself, never the model.
 _FILLED = frozenset({"self", "config", "run_manager", "callbacks"})
@@ -49,9 +40,27 @@ class Uncallable(ValueError):
 
 
 def _expects(tool: BaseTool) -> str:
+    if isinstance(tool, Tool) and tool.args_schema is None:
+        return ", ".join(_required(tool)) or "one string"
     fields = getattr(tool.args_schema, "model_fields", None) or {}
     named = [f"{n}: {getattr(f.annotation, '__name__', f.annotation)}" for n, f in fields.items()]
     return ", ".join(named) or type(tool.args_schema).__name__
+
+
+def _required(tool: Tool) -> list[str]:
+    """The positional parameters a classic ``Tool``'s function requires, but those LangChain
+    fills itself (``callbacks``, ``config``)."""
+    function = tool.func or tool.coroutine
+    try:
+        parameters = inspect.signature(function).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [
+        p.name
+        for p in parameters
+        if p.kind in kinds and p.default is p.empty and p.name not in _FILLED
+    ]
 
 
 def _declared(tool: BaseTool) -> dict[str, Any]:
@@ -59,6 +68,8 @@ def _declared(tool: BaseTool) -> dict[str, Any]:
     from ``_run``'s signature, which for the classic ``Tool`` is ``(*args, config, **kwargs)``;
     ``tool.args`` says what it really takes (one string), and ``config`` is LangChain's."""
     if isinstance(tool, Tool):
+        if len(_required(tool)) > 1:  # it would fail on every call, missing an argument
+            raise TypeError("a classic Tool passes its function one string")
         return dict(tool.args)
     try:
         parameters = inspect.signature(type(tool)._run).parameters.values()
@@ -193,55 +204,3 @@ def call_arguments(
         (name,) = properties
         given = {name: next(iter(given.values()))}
     return given
-
-
-def as_text(result: Any) -> str:
-    """A tool's result as the model reads it."""
-    if isinstance(result, str):
-        return result
-    content = getattr(result, "content", None)  # a ToolMessage or similar
-    if content is not None and content is not result:
-        return as_text(content)
-    if isinstance(result, list) and all(isinstance(b, dict) and "text" in b for b in result):
-        return "\n".join(str(b["text"]) for b in result)  # content blocks (MCP, Anthropic)
-    try:
-        return json.dumps(result, ensure_ascii=False, default=str)
-    except (ValueError, RecursionError):  # an int too long to print, a value nested too deep
-        return prompts.TOOL_UNPRINTABLE.format(kind=type(result).__name__)
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, str):
-        return storable(value)
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if isinstance(value, Mapping):
-        return {storable(str(k)): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return storable(str(value))
-
-
-def keepable(artifact: Any) -> Any:
-    """The artifact as the turn record keeps it: plain JSON values every checkpointer stores,
-    or a marker when it is too large."""
-    if artifact is None:
-        return None
-    try:
-        cleaned = _clean(artifact)
-        size = len(json.dumps(cleaned, ensure_ascii=False))
-    except (ValueError, RecursionError):
-        return prompts.ARTIFACT_UNKEPT.format(kind=type(artifact).__name__, size="unknown")
-    if size > ARTIFACT_MAX_CHARS:
-        return prompts.ARTIFACT_UNKEPT.format(kind=type(artifact).__name__, size=size)
-    return cleaned
-
-
-def outcome(name: str, result: Any) -> tuple[str, Any]:
-    """The Observation and the artifact of a tool's answer."""
-    if isinstance(result, Command) or (
-        isinstance(result, list) and any(isinstance(r, Command) for r in result)
-    ):
-        return prompts.TOOL_COMMAND.format(name=name), None
-    artifact = result.artifact if isinstance(result, ToolMessage) else None
-    return as_text(result) or "(no output)", keepable(artifact)

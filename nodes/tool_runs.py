@@ -27,7 +27,8 @@ from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.injection import fill
 from reactgraph.nodes.state import State, TurnKind
 from reactgraph.nodes.storable import storable
-from reactgraph.nodes.tool_input import as_text, call_arguments, outcome, tool_arguments
+from reactgraph.nodes.tool_input import call_arguments, tool_arguments
+from reactgraph.nodes.tool_output import as_text, outcome
 from reactgraph.nodes.transcript import new_turn
 
 __all__ = ["ToolCall", "as_text", "run_tool", "tool_arguments", "truncate"]

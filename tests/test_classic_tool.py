@@ -100,6 +100,24 @@ def test_a_json_schema_whose_properties_are_not_an_object_is_one_observation(
     assert log == [("search", "Eiffel Tower")] and out["status"] == "answered"
 
 
+def test_a_classic_tool_whose_function_takes_two_arguments_is_one_observation(
+    run: Runner,
+) -> None:
+    """A classic ``Tool`` passes its function one string: a function of two would fail on
+    every call, so its Observation says what it expects instead of Python's TypeError."""
+    log: list[tuple[str, str]] = []
+    two = Tool(name="two", func=lambda a, b: log.append(("two", a)), description="Two things.")
+    hooked = Tool(name="hooked", func=lambda q, callbacks=None: q.upper(), description="Shout.")
+    model = fake_model(action("two", "x"), action("hooked", "hi"), answer("done"))
+    graph = build_graph("transcript", model=model, tools=[two, hooked])
+    out = run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t1"}})
+    first, second = out["turns"][0]["observation"], out["turns"][1]["observation"]
+    assert first == prompts.TOOL_UNCALLABLE.format(
+        name="two", expects="a, b", why="a classic Tool passes its function one string"
+    )
+    assert second == "HI" and log == [] and out["status"] == "answered"
+
+
 def test_the_classic_tool_is_described_as_taking_one_string() -> None:
     model = fake_model(answer("done"))
     classic = Tool(name="search", func=str.upper, description="look up a fact")
