@@ -140,11 +140,16 @@ def test_a_ctrl_c_during_a_model_call(
 def test_a_ctrl_c_between_steps(
     openai_server: FakeOpenAIServer, tmp_path: Path, stored: int
 ) -> None:
-    openai_server.responder = seed_responder
+    """Sent once ``stored`` checkpoints are written, while the steps run on. The second model
+    call is held until the Ctrl-C is taken: on a loaded machine the rest of the run (a few
+    fast steps) would otherwise finish before the stop, and resume would have nothing to do."""
+    gate = held_from(2)
+    openai_server.responder = gate
     db = tmp_path / "runs.sqlite"
     process = ask(openai_server, db)
     until(lambda: checkpoints(db) >= stored, process)
     assert "reactgraph resume t" in interrupted(process)
+    gate.open()
     resumed(openai_server, db)
 
 
