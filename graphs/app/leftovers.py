@@ -20,6 +20,7 @@ from pathlib import Path
 _TERM_WAIT_S = 10  # bounds against a process that will not end, not timings
 _KILL_WAIT_S = 10
 _POLL_S = 0.01
+_PASSES = 5  # looks for processes started during a stop (see ``end``)
 
 
 def descendants() -> dict[int, str]:
@@ -40,15 +41,25 @@ def descendants() -> dict[int, str]:
 def end(known: dict[int, str]) -> None:
     """End ``known`` (from ``descendants``) and every descendant there is now, but the resource
     tracker: SIGTERM, then SIGKILL for those still alive after a while, waiting until each is
-    gone (or is a zombie: dead, its exit not yet read by its parent)."""
+    gone (or is a zombie: dead, its exit not yet read by its parent). The command's own threads
+    run on meanwhile and may start a process after a look (an MCP server for its tool listing):
+    it looks again until a look finds none alive (at most ``_PASSES`` times)."""
+    for _ in range(_PASSES):
+        if not _ended(known):
+            return
+        known = {}
+
+
+def _ended(known: dict[int, str]) -> bool:
+    """One pass of ``end``: whether it found any process alive to end."""
     tracker = _tracker_pid()
+    found = False
     for sig, wait in ((signal.SIGTERM, _TERM_WAIT_S), (signal.SIGKILL, _KILL_WAIT_S)):
         known = {**known, **descendants()}  # one started meanwhile too
         if tracker is not None:
-            known.pop(
-                tracker, None
-            )  # it ends by itself, freeing what the workers left (``tracker``)
+            known.pop(tracker, None)  # it ends by itself, freeing what the workers left
         alive = [pid for pid, started in known.items() if _alive(pid, started)]
+        found = found or bool(alive)
         for pid in alive:
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
@@ -57,7 +68,8 @@ def end(known: dict[int, str]) -> None:
             time.sleep(_POLL_S)
             alive = [pid for pid in alive if _alive(pid, known[pid])]
         if not alive:
-            return
+            break
+    return found
 
 
 def tracker() -> None:
