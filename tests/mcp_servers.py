@@ -40,6 +40,15 @@ ADD_SCHEMA = {
 HAS_PROC = Path("/proc/self/cmdline").exists()
 
 
+STUBBORN = """
+import pathlib, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+pathlib.Path(sys.argv[1], "stubborn-up").touch()
+while not pathlib.Path(sys.argv[1], "release").exists():
+    time.sleep(0.02)
+"""
+
+
 def build(port: int = 8000) -> FastMCP:
     from mcp.server.fastmcp import FastMCP
 
@@ -63,7 +72,12 @@ def build(port: int = 8000) -> FastMCP:
 
     @server.tool()
     async def hold(folder: str) -> str:
-        """Write folder/entered, then wait until folder/release exists (a test's marker)."""
+        """Write folder/entered, then wait until folder/release exists (a test's marker). With
+        folder/stubborn, first start a process that ignores SIGTERM until folder/release exists:
+        whoever ends this server's group must wait for it (or kill it)."""
+        if Path(folder, "stubborn").exists():
+            quiet = subprocess.DEVNULL  # the server's pipes stay the server's alone
+            subprocess.Popen([sys.executable, "-c", STUBBORN, folder], stdin=quiet, stdout=quiet)
         Path(folder, "entered").touch()
         while not Path(folder, "release").exists():
             await asyncio.sleep(0.02)

@@ -196,6 +196,26 @@ def test_a_ctrl_c_during_a_tool_call(
     resumed(openai_server, db)
 
 
+def test_what_the_stop_does_to_a_run_is_never_recorded(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The stop ends the MCP server mid-call, so the call fails at once, while the stop still
+    waits (10 s) for a process that ignores SIGTERM: the command's thread runs on, and it
+    recorded the failure and the answer the model made of it. Its writes are parked now."""
+    tag = f"halt-{tmp_path.parent.name}-{tmp_path.name}"  # unique across workers
+    marks, servers = holding_tool(openai_server, tmp_path, tag)
+    (marks / "stubborn").touch()
+    db = tmp_path / "runs.sqlite"
+    process = popen(
+        "ask", "How many years?", "--mcp", str(servers), "--tool-timeout", "600",
+        "--base-url", openai_server.url, "--db", str(db), "--thread", "t",
+    )  # fmt: skip
+    until(lambda: (marks / "entered").exists() and (marks / "stubborn-up").exists(), process)
+    assert "reactgraph resume t" in interrupted(process)
+    (marks / "release").touch()
+    resumed(openai_server, db)  # not finished: the failed call and its answer were not kept
+
+
 def test_a_ctrl_c_during_resume(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
     gate = held_from(2)
     openai_server.responder = gate

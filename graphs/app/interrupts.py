@@ -7,7 +7,8 @@ run stopped, and a script reading the exit code believes it finished. So no code
 ever sees one. ``run`` does the command on a thread of its own with SIGINT blocked there (so
 also in every thread it starts: the signal always comes to the main thread). The main thread
 only waits. On SIGINT it prints the command's hint and ends the process at once, as a kill
-would: every step stored so far stays, and what was in flight runs again on resume.
+would: every step stored so far stays, and what was in flight runs again on resume (the
+command's own threads write nothing more once the stop begins: ``locks.halt_writes``).
 
 Until the command says what a stop leaves (``stoppable``), a Ctrl-C waits for it, so that ``ask``
 never stops before its thread is recorded; a second Ctrl-C stops it anyway.
@@ -201,7 +202,9 @@ def _end(outcome: dict[str, Any], came: bool, reader: socket.socket) -> NoReturn
     with contextlib.suppress(Exception):
         atexit._run_exitfuncs()  # the atexit callbacks (logging's flush, multiprocessing's ...)
     leftovers.tracker()
-    _flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
     os._exit(code)
 
 
@@ -221,16 +224,12 @@ def _exit_code(outcome: dict[str, Any]) -> int:
     return 1
 
 
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-
-
 def _stop(hint: str | None) -> NoReturn:
     """Say how to go on, end what would outlive the process (``leftovers``), and end it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the way out is not interrupted again
     _stopping.set()  # from now on no ``on_stop`` block starts (see there)
+    if (locks := sys.modules.get("reactgraph.storage.locks")) is not None:  # a run may write
+        locks.halt_writes()  # what the stop does to a run (its tool ended) is not recorded
     running = leftovers.descendants()  # before the workers end: their children are ours then
     text = hint if hint is not None else "Stopped before anything was saved."
     with contextlib.suppress(Exception):

@@ -30,6 +30,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from reactgraph.storage.backends import database_backend
 
+_HALTED = threading.Event()  # set by ``halt_writes``
+
 
 class ThreadBusy(RuntimeError):
     """Another process is running this thread."""
@@ -108,22 +110,38 @@ def lease_saver(saver: BaseCheckpointSaver, lease: Lease) -> BaseCheckpointSaver
     dead connection and no write can follow it); with a flock, which lives as long as this
     process, ``saver`` itself."""
     if lease.connection is None:
-        return saver
+        return GuardedSaver(saver)  # its writes parked once a stop begins (``halt_writes``)
     # The lock's connection is in autocommit mode, as PostgresSaver needs; its queries name
     # their own row factory, so the connection's tuple rows do not matter. The saver's own class
     # (PostgresSaver, or a subclass with its constructor) keeps what it adds.
     kind: Any = type(saver)  # a PostgresSaver (or subclass): its constructor takes the connection
-    return kind(lease.connection, serde=saver.serde)
+    return GuardedSaver(kind(lease.connection, serde=saver.serde))
+
+
+def halt_writes() -> None:
+    """From now on no checkpoint write of this process lands: each parks its thread for good.
+    A stop (``reactgraph.app.interrupts``) calls it first: the command's threads run on while it
+    ends what they started (an MCP server mid-call), and a run must not go on to record what
+    that did to it (the tool's failure, and an answer made of it) as its own."""
+    _HALTED.set()
 
 
 class GuardedSaver(BaseCheckpointSaver):
-    """A checkpointer that checks the thread's lease before every write; reads pass through."""
+    """A checkpointer that checks the thread's lease before every write (with ``leases``; none:
+    the lease is the caller's) and parks writes once halted (``halt_writes``); reads pass
+    through."""
 
-    def __init__(self, inner: BaseCheckpointSaver, leases: Mapping[str, Lease]) -> None:
+    def __init__(
+        self, inner: BaseCheckpointSaver, leases: Mapping[str, Lease] | None = None
+    ) -> None:
         super().__init__(serde=inner.serde)
         self.inner, self.leases = inner, leases
 
-    def _check(self, config: Any) -> Lease:
+    def _check(self, config: Any) -> Lease | None:
+        if _HALTED.is_set():
+            threading.Event().wait()  # parked: the process is ending, and writes nothing more
+        if self.leases is None:
+            return None
         thread = str((config.get("configurable") or {}).get("thread_id"))
         lease = self.leases.get(thread)
         if lease is None:
@@ -131,25 +149,28 @@ class GuardedSaver(BaseCheckpointSaver):
         lease.check()
         return lease
 
+    def _writer(self, lease: Lease | None) -> BaseCheckpointSaver:
+        return (lease.writer if lease is not None else None) or self.inner
+
     def put(self, config: Any, *args: Any, **kwargs: Any) -> Any:
         lease = self._check(config)
         with _lost_if_gone(lease):
-            return (lease.writer or self.inner).put(config, *args, **kwargs)
+            return self._writer(lease).put(config, *args, **kwargs)
 
     def put_writes(self, config: Any, *args: Any, **kwargs: Any) -> None:
         lease = self._check(config)
         with _lost_if_gone(lease):
-            return (lease.writer or self.inner).put_writes(config, *args, **kwargs)
+            return self._writer(lease).put_writes(config, *args, **kwargs)
 
     async def aput(self, config: Any, *args: Any, **kwargs: Any) -> Any:
         lease = self._check(config)
         with _lost_if_gone(lease):
-            return await (lease.writer or self.inner).aput(config, *args, **kwargs)
+            return await self._writer(lease).aput(config, *args, **kwargs)
 
     async def aput_writes(self, config: Any, *args: Any, **kwargs: Any) -> None:
         lease = self._check(config)
         with _lost_if_gone(lease):
-            return await (lease.writer or self.inner).aput_writes(config, *args, **kwargs)
+            return await self._writer(lease).aput_writes(config, *args, **kwargs)
 
     # Everything else is the inner saver's, unchanged.
     def get_tuple(self, config: Any) -> Any:
@@ -185,13 +206,13 @@ class GuardedSaver(BaseCheckpointSaver):
 
 
 @contextlib.contextmanager
-def _lost_if_gone(lease: Lease) -> Iterator[None]:
+def _lost_if_gone(lease: Lease | None) -> Iterator[None]:
     """A write that failed because the lock's connection died is ``LockLost``: nothing was
     written, and the thread may be another process's now."""
     try:
         yield
     except Exception as error:
-        if lease.writer is None or not lease.lost():
+        if lease is None or lease.writer is None or not lease.lost():
             raise
         raise LockLost(
             f"lost the lock on thread {lease.thread_id}: its database connection failed "
