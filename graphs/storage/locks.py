@@ -108,7 +108,7 @@ def lease_saver(saver: BaseCheckpointSaver, lease: Lease) -> BaseCheckpointSaver
     """The checkpointer a run under ``lease`` reads and writes with: on PostgreSQL a saver over
     the lock's own connection (the lock and the writes share one session, so a lost lock is a
     dead connection and no write can follow it); with a flock, which lives as long as this
-    process, ``saver`` itself."""
+    process, ``saver`` itself. Either in a ``GuardedSaver``, whose writes a stop halts."""
     if lease.connection is None:
         return GuardedSaver(saver)  # its writes parked once a stop begins (``halt_writes``)
     # The lock's connection is in autocommit mode, as PostgresSaver needs; its queries name
