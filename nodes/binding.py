@@ -130,6 +130,12 @@ def binding_options(model: BaseChatModel) -> dict[str, Any]:
     return {"tool_choice": "auto"} if openai_family(model) else {}
 
 
+def refused(bound: dict[str, Any]) -> dict[str, Any]:
+    """The same call arguments with the tools refused where the binding says how to choose
+    (``tool_choice="none"``); as they are otherwise (the tools stay, for the transcript)."""
+    return {**bound, "tool_choice": "none"} if "tool_choice" in bound else bound
+
+
 def bound_arguments(model: BaseChatModel, schemas: list[dict[str, Any]]) -> dict[str, Any]:
     """The call arguments ``model.bind_tools(schemas)`` adds (none when it returns the model
     itself). ValueError, saying what to do, for a model that cannot bind tools, or whose binding

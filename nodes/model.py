@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from reactgraph.nodes import prompts
+from reactgraph.nodes.binding import refused
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.parsing import clean_reply, parse_react
@@ -143,7 +144,7 @@ def call_model(
     return {"reply": reply, "parsed": None}
 
 
-def forced_answer(parsed: ParsedReply, text: str) -> str | None:
+def _text_answer(parsed: ParsedReply, text: str) -> str | None:
     """The answer in a forced reply of the text format: its Final Answer, or plain prose with
     no labels (the model answering in its own words); an Action is no answer."""
     if parsed["kind"] == "answer":
@@ -167,16 +168,14 @@ def force_answer(
     ]
     caller = deps.caller_for(settings)
     if uses_tool_calls(settings):
-        bound = deps.tool_binding(caller, settings)
-        if "tool_choice" in bound:
-            bound = {**bound, "tool_choice": "none"}
+        bound = refused(deps.tool_binding(caller, settings))
         reply = yield from ask(deps, caller, messages, config, None, state, bound)
         parsed = read_tool_calls(reply["text"], reply.get("tool_calls") or [], deps.call_params)
         answer = parsed["answer"] if parsed["kind"] == "answer" else None
     else:
         reply = yield from ask(deps, caller, messages, config, STOP, state)
         parsed = parse_react(reply["text"], deps.action_names)
-        answer = forced_answer(parsed, reply["text"])
+        answer = _text_answer(parsed, reply["text"])
     turn = new_turn(state, "forced", reply=reply, parsed=parsed)
     logger.info("turn cap reached; forced answer: %r", answer)
     return {
