@@ -39,8 +39,9 @@ def chat_model(
       vLLM, Ollama, llama-server), so a call abandoned at its deadline closes its response and
       the server stops generating it; a server that does not (llama-cpp-python's: no usage on a
       stream, and streams cut short when another request waits) is called plain, so its counts
-      are its own, found out once per process (``reactgraph.nodes.streamchoice``). ``True``
-      streams every call (such a server's counts are then tiktoken's); ``False`` streams none.
+      are its own from its second call on: its first streamed reply ends without usage, that
+      call is counted with tiktoken, and no request is sent to find out
+      (``reactgraph.nodes.streamchoice``). ``True`` streams every call (such a server's counts are then tiktoken's); ``False`` streams none.
     - A complete plain reply to a streamed request (some proxies and servers send one) is used
       as it is (``reactgraph.eventstream``).
     """

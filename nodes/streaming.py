@@ -1,6 +1,7 @@
 """How a model call goes out: the reply's cap in each provider's own words, the call streamed
 (and the stream closed when the call is abandoned) or plain (``streamchoice`` says which), the
-reply checked for being whole, and whether it was cut at the cap.
+reply checked for being whole, and whether it was cut at the cap. A whole streamed reply without
+token counts tells ``streamchoice`` that its server sends none on streams.
 
 Servers stop generating a reply when its streaming client disconnects (llama.cpp, vLLM,
 llama-cpp-python, OpenAI), but llama-cpp-python's goes on with a plain request whose client
@@ -104,6 +105,16 @@ def _whole(model: BaseChatModel, message: Any) -> Any:
     return message
 
 
+def _usage_noted(model: BaseChatModel, message: Any) -> Any:
+    """The whole streamed reply, its server noted as sending no usage on streams if it sent
+    none (the call is counted with tiktoken; the next ones go plain)."""
+    usage = getattr(message, "usage_metadata", None) or {}
+    prompt = usage.get("input_tokens")
+    if not isinstance(prompt, int) or prompt <= 0:
+        streamchoice.note_no_usage(model)
+    return message
+
+
 def _checked(model: BaseChatModel, message: Any, forced: bool) -> Any:
     """A plain call's reply. One that LangChain streamed itself (to a messages stream) and that
     holds no text and no finish reason was cut short; a forced plain call is taken as it came."""
@@ -130,7 +141,9 @@ def gather(
             chunks.append(chunk)
     finally:
         stream.close()
-    return _joined(chunks) if abandoned.is_set() else _whole(model, _joined(chunks))
+    if abandoned.is_set():
+        return _joined(chunks)
+    return _usage_noted(model, _whole(model, _joined(chunks)))
 
 
 async def agather(
@@ -145,7 +158,7 @@ async def agather(
     async with contextlib.aclosing(stream) as streamed:
         async for chunk in streamed:
             chunks.append(chunk)
-    return _whole(model, _joined(chunks))
+    return _usage_noted(model, _whole(model, _joined(chunks)))
 
 
 @dataclass(frozen=True)
@@ -172,11 +185,8 @@ class ModelCall:
         abandoned = threading.Event()
 
         def call() -> Any:
-            chosen = "plain" if self.plain else streamchoice.mode(self.model)
-            streamed = streamchoice.probe(self.model) if chosen == "probe" else chosen == "stream"
+            streamed = not self.plain and streamchoice.mode(self.model) == "stream"
             with replies.reading(self.model):
-                if abandoned.is_set():
-                    return None  # given up on while the server was asked: nobody waits
                 if streamed:
                     return gather(self.model, self.messages, config, self.arguments, abandoned)
                 reply = self.model.invoke(self.messages, config, **self._plain_arguments())
@@ -191,10 +201,7 @@ class ModelCall:
             raise
 
     async def _call(self, config: RunnableConfig | None) -> Any:
-        chosen = "plain" if self.plain else streamchoice.mode(self.model)
-        streamed = (
-            await streamchoice.aprobe(self.model) if chosen == "probe" else chosen == "stream"
-        )
+        streamed = not self.plain and streamchoice.mode(self.model) == "stream"
         with replies.reading(self.model):
             if streamed:
                 return await agather(self.model, self.messages, config, self.arguments)

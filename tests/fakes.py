@@ -23,7 +23,6 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 from pydantic import BaseModel, Field
 
-from reactgraph.nodes.streamchoice import PROBE_HEADER
 from reactgraph.nodes.tokens import message_text
 from reactgraph.scripted import Reply, ScriptedChatModel, tool_call_reply
 
@@ -604,15 +603,15 @@ class FakeOpenAIServer:
     """``POST /v1/chat/completions`` on 127.0.0.1, scripted per test: it honours ``stop`` as
     providers do (or ignores it), reports ``usage``, streams server-sent events when asked (with
     usage when ``stream_options.include_usage``, unless ``stream_usage`` is off, as on
-    llama-cpp-python's server), and injects latency and faults. reactgraph's one-token probe
-    of a server (``reactgraph.nodes.streamchoice``) is answered aside: it takes nothing from the
-    script and is kept in ``probes``, not ``requests``."""
+    llama-cpp-python's server), and injects latency and faults. Every request it gets is kept in
+    ``requests``."""
 
     def __init__(self, port: int = 0) -> None:
         self.script: deque[ServerReply] = deque()
         self.responder: Callable[[dict[str, Any]], ServerReply] | None = None
         self.requests: list[dict[str, Any]] = []
-        self.probes: list[dict[str, Any]] = []
+        self.usages: list[dict[str, int]] = []
+        """The token counts of each reply it wrote (sent or not, as ``stream_usage`` says)."""
         self.stream_usage = True
         self.latency_s = 0.0
         self.honour_stop = True
@@ -637,11 +636,7 @@ class FakeOpenAIServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if self.headers.get(PROBE_HEADER):
-                    server.probes.append(body)
-                    server._complete(self, body, "OK")
-                else:
-                    server._handle(self, body)
+                server._handle(self, body)
 
         self._http = _Server(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
@@ -748,6 +743,7 @@ class FakeOpenAIServer:
         ]
         prompt = sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4 + 1
         usage = {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10}
+        self.usages.append(usage)
         base = {"id": "chatcmpl-test", "created": int(time.time()), "model": body["model"]}
         if not body.get("stream"):
             message = {"role": "assistant", "content": content, "tool_calls": tool_calls}
@@ -772,7 +768,7 @@ class FakeOpenAIServer:
         events.append(
             {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
         )
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if self.stream_usage and (body.get("stream_options") or {}).get("include_usage"):
             events.append({**chunk, "choices": [], "usage": usage})
         self._send_events(handler, events)
 
@@ -806,6 +802,7 @@ class FakeOpenAIServer:
             "completion_tokens": len(text) // 4 + 1,
             "total_tokens": prompt + len(text) // 4 + 1,
         }
+        self.usages.append(usage)
         base = {"id": "chatcmpl-test", "created": int(time.time()), "model": body["model"]}
         if not body.get("stream"):
             message = {"role": "assistant", "content": text}

@@ -14,7 +14,18 @@ from reactgraph import build_graph
 from reactgraph.models import chat_model
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.tools import calculator, search_tools
-from tests.fakes import SEED, FakeOpenAIServer, Fault, Hang, Runner, ToolLog, sleepy
+from reactgraph.nodes.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, TokenCounter
+from tests.fakes import (
+    SEED,
+    FakeOpenAIServer,
+    Fault,
+    Hang,
+    Runner,
+    ToolLog,
+    seed_call_responder,
+    seed_responder,
+    sleepy,
+)
 
 
 @pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
@@ -292,3 +303,44 @@ def test_a_graph_keeps_only_the_newest_per_run_models() -> None:
         deps.caller_for(RunSettings(model_name=f"m{n}"))
     assert len(deps._callers) == MOST_REMEMBERED and made.count("m0") == 1
     assert len(made) == 3 * MOST_REMEMBERED
+
+
+@pytest.mark.parametrize("action_format", ["text", "tool_calls"])
+@pytest.mark.parametrize("stream_usage", [True, False], ids=["stream-usage", "no-stream-usage"])
+def test_the_seed_scenario_is_four_requests_and_counts_its_tokens(
+    openai_server: FakeOpenAIServer, run: Runner, stream_usage: bool, action_format: str
+) -> None:
+    """No request the user did not ask for: four model calls, four requests, whether or not the
+    server counts a streamed reply. One that does not is learnt from its first reply (counted
+    with tiktoken) and called plain after, its own counts then."""
+    openai_server.stream_usage = stream_usage
+    openai_server.responder = (
+        seed_call_responder if action_format == "tool_calls" else seed_responder
+    )
+    log = ToolLog()
+    graph = seed_graph(openai_server, log, action_format=action_format)
+    out = run(graph, {"question": "How many years?"})
+    assert out["answer"] == "48" and out["status"] == "answered"
+    assert [name for name, _ in log.calls] == ["search", "search", "calculator"]
+    assert len(openai_server.requests) == 4
+    streamed = [bool(r.get("stream")) for r in openai_server.requests]
+    assert streamed == ([True] * 4 if stream_usage else [True, False, False, False])
+    counted = [(t["prompt_tokens"], t["completion_tokens"]) for t in out["turns"]]
+    sent = [(u["prompt_tokens"], u["completion_tokens"]) for u in openai_server.usages]
+    counter = TokenCounter("gpt-4o-mini")
+    if stream_usage:
+        assert [t["token_source"] for t in out["turns"]] == ["usage"] * 4
+        assert counted == sent
+        return
+    assert [t["token_source"] for t in out["turns"]] == [counter.source] + ["usage"] * 3
+    assert counted[1:] == sent[1:]
+    first = openai_server.requests[0]["messages"]
+    prompt = TOKENS_PER_REPLY + sum(
+        TOKENS_PER_MESSAGE + counter.count_text(m["content"]) for m in first
+    )
+    if action_format == "tool_calls":
+        written = counter.count_text('search{"query": "Eiffel Tower"}')
+    else:
+        written = counter.count_text(SEED[0])
+    assert counted[0] == (prompt, TOKENS_PER_MESSAGE + written)
+    assert counted[0] != sent[0]  # the server's estimate was never sent: not what was counted

@@ -108,7 +108,7 @@ def test_every_variant_ends_with_a_known_status(server: LlamaServer, variant: st
     assert result["status"] in ends_of(REGISTRY[variant])
     assert result["turns"]
     check_turns(result)
-    # The server was asked once whether it counts a streamed reply: it does not.
+    # Its first streamed reply carried no usage: it is called plain from then on.
     assert streamchoice.mode(model(server)) == "plain"
 
 

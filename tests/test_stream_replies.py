@@ -176,9 +176,12 @@ def test_after_a_cut_a_model_left_to_choose_calls_that_server_plain(
     assert [r.get("stream", False) for r in openai_server.requests] == [True, False, False]
 
 
-def test_a_server_without_usage_on_streams_is_called_plain_and_counts_every_turn(
+def test_a_server_without_usage_on_streams_is_called_plain_after_its_first_reply(
     openai_server: FakeOpenAIServer, run: Runner
 ) -> None:
+    """Learnt from the first streamed reply, which ends without usage (counted with tiktoken):
+    every call after it, in this run and the runs at once after it, is plain and counted by the
+    server; no request is sent to find out."""
     openai_server.stream_usage = False  # as llama-cpp-python's server
     openai_server.responder = lambda body: answer("ok")
     graph = http_graph(openai_server, max_turns=2)
@@ -187,49 +190,55 @@ def test_a_server_without_usage_on_streams_is_called_plain_and_counts_every_turn
         return await asyncio.gather(*(graph.ainvoke({"question": f"q{n}"}) for n in range(8)))
 
     outs = [run(graph, {"question": "q"}), *asyncio.run(many())]
-    assert all(t["token_source"] == "usage" for out in outs for t in out["turns"])
-    assert len(openai_server.probes) == 1  # asked once, for every run after
-    assert not any(r.get("stream") for r in openai_server.requests)
+    sources = [t["token_source"] for out in outs for t in out["turns"]]
+    assert sources == ["tiktoken"] + ["usage"] * 8
+    assert len(openai_server.requests) == 9
+    assert [bool(r.get("stream")) for r in openai_server.requests] == [True] + [False] * 8
 
 
 def test_a_server_counting_streamed_replies_is_streamed_to(
     openai_server: FakeOpenAIServer, run: Runner
 ) -> None:
     openai_server.responder = lambda body: answer("ok")
-    out = run(http_graph(openai_server), {"question": "q"})
-    assert out["turns"][0]["token_source"] == "usage"
-    (probe,) = openai_server.probes
-    assert probe["max_tokens"] == 1 and probe["stream_options"] == {"include_usage": True}
-    assert openai_server.requests[0]["stream"] is True
-    assert openai_server.requests[0]["stream_options"] == {"include_usage": True}
+    for _ in range(2):
+        out = run(http_graph(openai_server), {"question": "q"})
+        assert out["turns"][0]["token_source"] == "usage"
+    assert len(openai_server.requests) == 2
+    for request in openai_server.requests:
+        assert request["stream"] is True
+        assert request["stream_options"] == {"include_usage": True}
 
 
 def test_a_chosen_setting_asks_nothing(openai_server: FakeOpenAIServer) -> None:
+    openai_server.stream_usage = False
     openai_server.responder = lambda body: answer("ok")
-    for stream in (True, False):
+    for stream in (True, True, False):
         http_graph(openai_server, stream).invoke({"question": "q"})
-    assert openai_server.probes == []
-    assert [r.get("stream", False) for r in openai_server.requests] == [True, False]
+    # Told to stream, it streams every call (tiktoken's counts then), learning nothing.
+    assert [r.get("stream", False) for r in openai_server.requests] == [True, True, False]
     with pytest.raises(ValueError, match="stream must be"):
         chat_model("m", base_url=openai_server.url, stream="yes")  # type: ignore[arg-type]
 
 
-def test_a_refused_probe_means_plain_and_a_failed_one_is_asked_again(
-    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+def test_the_servers_called_plain_are_remembered_per_server_and_bounded(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from reactgraph.nodes import streamchoice
 
-    openai_server.responder = lambda body: answer("ok")
-    model = chat_model("local", base_url=openai_server.url, timeout=10.0)
-    refusal = type("Refused", (Exception,), {"status_code": 400})
-    down = type("Down", (Exception,), {"status_code": 503})
-    assert streamchoice._failed(refusal()) is False
-    assert streamchoice._failed(down()) is None and streamchoice._failed(OSError()) is None
-    monkeypatch.setattr(streamchoice, "_request", lambda m: {"model": 1})  # refused locally
-    assert streamchoice.mode(model) == "probe"
-    assert streamchoice.mode(model) == "plain"  # while the first is out
-    assert streamchoice.probe(model) is False
-    assert streamchoice.mode(model) == "probe"  # not refused by the server: asked again
+    monkeypatch.setattr(streamchoice, "MOST_SERVERS", 2)
+    streamchoice.forget()
+    models = [chat_model("local", base_url=f"http://127.0.0.1:{n}/v1") for n in (1, 2, 3)]
+    other = chat_model("other", base_url="http://127.0.0.1:1/v1")
+    assert [streamchoice.mode(m) for m in models] == ["stream"] * 3
+    streamchoice.note_no_usage(models[0])
+    assert streamchoice.mode(models[0]) == "plain" and streamchoice.mode(other) == "stream"
+    streamchoice.note_cut(models[1])
+    streamchoice.note_no_usage(models[2])  # the oldest let go: streamed to again
+    assert [streamchoice.mode(m) for m in models] == ["stream", "plain", "plain"]
+    told = chat_model("local", base_url="http://127.0.0.1:9/v1", stream=True)
+    streamchoice.note_no_usage(told)  # a model told to stream is never switched
+    assert streamchoice.mode(told) == "stream"
+    streamchoice.forget()
 
 
 @pytest.mark.parametrize("stream", [True, None], ids=["streamed", "plain-by-choice"])
@@ -239,8 +248,12 @@ def test_under_a_messages_stream_a_cut_is_asked_again_plain(
     # Left to choose, a server without streamed usage is called plain, but LangChain streams
     # such a call itself to a messages stream: that stream can be cut too.
     openai_server.stream_usage = stream is True
-    openai_server.script.extend([Cut(answer("never")), answer("ok")])
     graph = http_graph(openai_server, stream, model_retries=0)
+    if stream is None:  # its first reply, streamed without usage, has it called plain
+        openai_server.script.append(answer("learnt"))
+        graph.invoke({"question": "q"})
+        openai_server.requests.clear()
+    openai_server.script.extend([Cut(answer("never")), answer("ok")])
     final: dict[str, Any] = {}
     pieces = []
     for mode, item in graph.stream({"question": "q"}, stream_mode=["messages", "values"]):
