@@ -46,6 +46,11 @@ class HardBreaks(BaseCallbackHandler):
 
     run_inline = True  # in order, before the handlers after it, on the async path too
 
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        """Nothing. Defined so langchain-core does not fall back to ``on_llm_start`` for this
+        handler, which renders the whole prompt as one string on every call (linear in the
+        transcript)."""
+
     def on_llm_new_token(self, token: Any, *, chunk: Any = None, **kwargs: Any) -> None:
         _harden(getattr(chunk, "message", None))
 
