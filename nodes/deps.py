@@ -117,11 +117,22 @@ class Deps:
     )
     _schemas: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _settings_made: dict[int, tuple[Any, RunSettings]] = field(default_factory=dict)
+    """The typed settings made from a run's stored settings, by the stored value's identity
+    (the value held, so its identity is not reused): a node reads them several times a step."""
 
     def run_settings(self, state: Mapping[str, Any]) -> RunSettings:
         """The run's settings as one typed value: its stored settings over the built ones (a
-        run started before a setting existed gets the built value)."""
-        return self.settings_type.of({**self.settings, **(state.get("settings") or {})})
+        run started before a setting existed gets the built value). Made once per stored value
+        (a state's values are never changed in place: a new one replaces them)."""
+        stored = state.get("settings")
+        made = self._settings_made.get(id(stored))
+        if made is not None and made[0] is stored:
+            return made[1]
+        value = self.settings_type.of({**self.settings, **(stored or {})})
+        with self._lock:
+            remembered(self._settings_made, id(stored), (stored, value))
+        return value
 
     def caller_for(self, settings: RunSettings) -> ModelCaller:
         """The built model's caller, or one for the run's ``model_name``/``base_url``."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import threading
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -78,12 +79,31 @@ def _call_turn_messages(
     return tuple(messages)
 
 
+_CALLS_KEPT = 8192
+_calls_json: dict[int, tuple[Any, str]] = {}  # id(calls) -> (calls, their JSON)
+_calls_lock = threading.Lock()
+
+
+def _calls_key(calls: Any) -> str:
+    """A turn's tool calls as JSON, made once per stored value (a state's turns are never
+    changed in place), not once per turn per prompt: a prompt then costs its new turns only."""
+    found = _calls_json.get(id(calls))
+    if found is not None and found[0] is calls:
+        return found[1]
+    key = json.dumps(calls)
+    with _calls_lock:
+        if len(_calls_json) >= _CALLS_KEPT:
+            _calls_json.clear()
+        _calls_json[id(calls)] = (calls, key)  # the value held: its identity is not reused
+    return key
+
+
 def turn_messages(turn: Turn) -> tuple[BaseMessage, ...]:
     """One turn as the model sees it in later prompts."""
     calls, edited = turn.get("tool_calls"), _edited(turn)
     if calls is None:
         return _turn_messages(turn["text"], turn["observation"], edited)
-    return _call_turn_messages(turn["text"], turn["observation"], json.dumps(calls), edited)
+    return _call_turn_messages(turn["text"], turn["observation"], _calls_key(calls), edited)
 
 
 @functools.lru_cache(maxsize=256)

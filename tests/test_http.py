@@ -13,8 +13,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reactgraph import build_graph
 from reactgraph.models import chat_model
 from reactgraph.nodes.providers import ModelCallError
-from reactgraph.tools import calculator, search_tools
 from reactgraph.nodes.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, TokenCounter
+from reactgraph.tools import calculator, search_tools
 from tests.fakes import (
     SEED,
     FakeOpenAIServer,

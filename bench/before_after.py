@@ -1,0 +1,131 @@
+"""Before and after, in one run: the overhead (and, with ``--concurrency``, the many-runs-at-once
+section) of an earlier revision and of this tree, measured in turns on this machine.
+
+    python bench/before_after.py 3610e2a            # overhead, 5 alternating rounds
+    python bench/before_after.py 3610e2a --concurrency
+
+The earlier revision is exported (``git archive``) to a temporary folder and imported in its own
+processes instead of this tree (``sitecustomize`` below re-points the editable install's finder,
+so worker processes started by a section get it too). Nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TREE = HERE.parent
+PACKAGES = {"reactgraph": "graphs", "reactgraph.nodes": "nodes", "reactgraph.tools": "tools"}
+SITE = f"""
+import os
+root = os.environ.get("REACTGRAPH_BENCH_TREE")
+if root:
+    import __editable___reactgraph_0_1_0_finder as finder
+    finder.MAPPING.update({{k: os.path.join(root, v) for k, v in {PACKAGES!r}.items()}})
+    finder.NAMESPACES = {{k: [p.replace({str(TREE)!r}, root) for p in v]
+                          for k, v in finder.NAMESPACES.items()}}
+"""
+CHILD = """
+import json, logging, sys, time
+sys.path.insert(0, {bench!r})
+logging.basicConfig(level=logging.ERROR)
+from overhead import CONTENDERS
+import reactgraph.nodes
+assert reactgraph.nodes.__path__[0].startswith({root!r}), reactgraph.nodes.__path__
+clock = time.{clock}
+def per_turn(run, turns):
+    started = clock()
+    calls = run(turns)
+    return (clock() - started) / calls
+names = {names!r}
+for name in names:
+    CONTENDERS[name](3)
+print(json.dumps({{f"{{name}}|{{n}}": per_turn(CONTENDERS[name], n) for name in names
+                  for n in (40, 200)}}))
+"""
+OURS = ["reactgraph transcript", "reactgraph transcript, tool_calls"]
+ANCHOR = "LangGraph prebuilt agent"
+CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
+
+
+def environment(root: Path | None, site: Path) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(site), str(HERE)])))
+    env.pop("REACTGRAPH_BENCH_TREE", None)
+    if root is not None:
+        env["REACTGRAPH_BENCH_TREE"] = str(root)
+    return env
+
+
+def child(env: dict[str, str], names: list[str], clock: str) -> dict[str, float]:
+    root = env.get("REACTGRAPH_BENCH_TREE", str(TREE))
+    code = CHILD.format(bench=str(HERE), names=names, root=root, clock=clock)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("revision", help="the earlier revision, e.g. 3610e2a")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--concurrency", action="store_true", help="also run that section")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall time (as bench.py), or this process's CPU time (steadier on a busy machine)",
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="reactgraph-before-") as folder:
+        before, site = Path(folder) / "tree", Path(folder) / "site"
+        before.mkdir()
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(SITE)
+        archive = subprocess.run(
+            ["git", "-C", str(TREE), "archive", args.revision], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        trees = {
+            f"before ({args.revision})": environment(before, site),
+            "after": environment(None, site),
+        }
+        samples: dict[tuple[str, str, int], list[float]] = {}
+        for _ in range(args.rounds):
+            for label, env in trees.items():
+                for key, seconds in child(env, [*OURS, ANCHOR], CLOCKS[args.clock]).items():
+                    name, n = key.split("|")
+                    samples.setdefault((label, name, int(n)), []).append(seconds * 1000)
+        ms = {key: statistics.median(values) for key, values in samples.items()}
+        print(
+            f"## Overhead per turn, before and after (medians of {args.rounds} rounds, "
+            f"ms/turn, {args.clock} time)\n"
+        )
+        print("| tree | contender | 40 turns | 200 turns | / prebuilt at 40 | / prebuilt at 200 |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for label in trees:
+            for name in [*OURS, ANCHOR]:
+                cells = [f"{ms[label, name, n]:.2f}" for n in (40, 200)]
+                ratios = [f"{ms[label, name, n] / ms[label, ANCHOR, n]:.2f}x" for n in (40, 200)]
+                print(f"| {label} | {name} | {' | '.join(cells)} | {' | '.join(ratios)} |")
+        print(f"\nload average: {os.getloadavg()}\n")
+        if args.concurrency:
+            for label, env in trees.items():
+                print(f"### {label}\n", flush=True)
+                subprocess.run(
+                    [sys.executable, str(HERE / "bench.py"), "concurrency", "--repeats", "2"],
+                    env=env,
+                    check=True,
+                )
+                print(f"load average: {os.getloadavg()}\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()
