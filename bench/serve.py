@@ -42,6 +42,7 @@ def main() -> None:
     server.latency_s = latency
     # A long benchmark sends gigabytes of prompts: keep none of them.
     server.requests = collections.deque(maxlen=1)  # type: ignore[assignment]
+    server.usages = collections.deque(maxlen=1)  # type: ignore[assignment]
     print(server.url, flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.pause()
