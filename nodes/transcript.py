@@ -166,9 +166,40 @@ def render_prompt(
     summary = state.get("summary")
     if view.summary and summary is not None and state.get("compactions"):
         messages.append(_progress_message(summary))
-    for turn in visible_turns(state, view, settings):
-        messages.extend(turn_messages(turn))
+    messages.extend(_turns_messages(visible_turns(state, view, settings)))
     return messages
+
+
+_RENDERINGS_KEPT = 256  # about one per run in flight
+# id(first turn) -> (the turns rendered, the end of each one's messages, the messages)
+_renderings: dict[int, tuple[list[Turn], list[int], list[BaseMessage]]] = {}
+
+
+def _turns_messages(turns: list[Turn]) -> list[BaseMessage]:
+    """The turns' messages. The turns rendered for a run's last prompt are its next prompt's
+    turns but the new one: those found the same (the same stored values, checked by identity,
+    linear but cheap) are taken from that rendering, and only the rest rendered."""
+    if not turns:
+        return []
+    found = _renderings.get(id(turns[0]))
+    kept, ends, messages = found if found is not None else ([], [], [])
+    same = 0
+    for old, turn in zip(kept, turns, strict=False):  # the kept ones may be more
+        if old is not turn:
+            break
+        same += 1
+    kept, ends = kept[:same], ends[:same]
+    messages = messages[: ends[-1]] if ends else []
+    for turn in turns[same:]:
+        messages.extend(turn_messages(turn))
+        kept.append(turn)
+        ends.append(len(messages))
+    with _calls_lock:
+        _renderings.pop(id(turns[0]), None)
+        _renderings[id(turns[0])] = (kept, ends, messages)  # the turns held: ids not reused
+        while len(_renderings) > _RENDERINGS_KEPT:
+            del _renderings[next(iter(_renderings))]
+    return list(messages)
 
 
 def new_turn(

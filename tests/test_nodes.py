@@ -106,6 +106,29 @@ def test_render_prompt_windows_the_turns_only_when_the_view_says_so(deps) -> Non
     assert "obs 1" in "\n".join(str(m.content) for m in whole)
 
 
+def test_render_prompt_reuses_a_rendering_only_for_the_same_turns(deps) -> None:
+    """The turns' messages of a run's last prompt are reused for the turns that are the same
+    stored values; a turn replaced, removed or new is rendered anew."""
+    settings = NotesSettings.of(SETTINGS)
+
+    def texts(turns: list[Turn]) -> list[str]:
+        messages = render_prompt(state(turns=turns), View(), deps.tool_descriptions, settings)
+        return [str(m.content) for m in messages[1:]]
+
+    turns = [turn(i) for i in range(1, 5)]
+    assert texts(turns[:2])[-1] == "Observation: obs 2"
+    assert texts(turns)[-1] == "Observation: obs 4"  # grown: the two new ones rendered
+    replaced = [*turns[:2], {**turns[2], "observation": "changed"}, turns[3]]
+    assert texts(replaced)[4:] == [
+        turns[2]["text"],
+        "Observation: changed",
+        turns[3]["text"],
+        "Observation: obs 4",
+    ]
+    assert texts(turns[:3]) == texts([turn(i) for i in range(1, 4)])  # shorter: cut, not kept
+    assert len(texts(turns)) == 8 and texts([]) == []
+
+
 def test_start_run_fixes_the_settings_and_resets(deps) -> None:
     settings = NotesSettings.of({**SETTINGS, "max_turns": 4})
     update = start_run(
