@@ -20,7 +20,6 @@ from langgraph.types import Command, Send
 from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.decisions import MAX_UNUSABLE
 from reactgraph.nodes.standing import status_of
-from reactgraph.variants import REGISTRY
 from tests.fakes import Runner, ToolLog, action, answer, call, fake_model
 from tests.test_approval import CONFIG, built
 
@@ -159,3 +158,45 @@ def test_unusable_resume_values_are_bounded_and_the_thread_stays_flat(run: Runne
     # A usable decision is still taken.
     out = run(graph, Command(resume={"decisions": [{"type": "approve"}]}), CONFIG)
     assert out["answer"] == "done" and log.calls == [("echo", "hi")]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_servers_policy_is_a_floor_a_runs_context_cannot_lower(variant: str, run: Runner) -> None:
+    expected = {"none": ["echo"], "empty": ["echo"], "add": ["echo", "add"], "unset": ["echo"]}
+    contexts = {"none": {"approve": "none"}, "empty": {"approve": []}, "add": {"approve": ["add"]}}
+    for name, want in expected.items():
+        context = contexts.get(name, {})
+        graph, log = built(variant, action("echo", "hi"), answer("done"), approve=None,
+                           approve_floor="echo")  # fmt: skip
+        out = run(graph, {"question": "q"}, CONFIG, context=context)
+        assert "__interrupt__" in out and log.calls == [], context
+        settings = graph.get_state(CONFIG).values["settings"]
+        assert settings["approve"] == want, name
+    # Extended by a context: its own tools wait too.
+    graph, log = built(variant, action("add", '{"a": 1, "b": 2}'), answer("3"), approve=None,
+                       approve_floor=["echo"])  # fmt: skip
+    out = run(graph, {"question": "q"}, CONFIG, context={"approve": "add"})
+    assert out["__interrupt__"][0].value["action_requests"][0]["name"] == "add"
+    # Studio's form shows the effective value, and says it is the server's.
+    field = graph.get_context_jsonschema()["properties"]["approve"]
+    assert field["default"] == ["echo"] and "Always at least: echo" in field["description"]
+    graph, _ = built(variant, answer("x"), approve=["add"], approve_floor="all")
+    assert graph.get_context_jsonschema()["properties"]["approve"]["default"] == ["all"]
+
+
+def test_the_served_graphs_keep_the_environments_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    import reactgraph.studio as studio
+
+    monkeypatch.setenv("REACTGRAPH_APPROVE", "calculator")
+    try:
+        graph = importlib.reload(studio).transcript
+        context = graph.context_schema(approve="none")
+        assert context.approve == ("calculator",)
+        assert graph.context_schema(approve="search").approve == ("calculator", "search")
+        with pytest.raises(TypeError, match="approve_floor"):
+            build_graph("transcript", model=fake_model(), tools=[], approve_floor=3)
+    finally:
+        monkeypatch.delenv("REACTGRAPH_APPROVE")
+        importlib.reload(studio)
