@@ -69,7 +69,10 @@ _CHAT_WORDS = {"y": "approve", "yes": "approve", "n": "reject", "no": "reject"}
 
 
 def _only_end(goto: Any) -> bool:
-    """Whether a Command's ``goto`` names nothing, or only END."""
+    """Whether a Command's ``goto`` names nothing (None, as the LangGraph server sends it, or
+    empty), or only END."""
+    if goto is None:
+        return True
     if isinstance(goto, str):
         return goto == END
     if isinstance(goto, Sequence):
