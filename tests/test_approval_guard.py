@@ -65,7 +65,7 @@ def test_no_command_but_a_resume_runs_the_waiting_action(
         Command(graph=Command.PARENT, goto="run_tool"),
     ]
     for command in commands:
-        with pytest.raises(ValueError, match="refused|parent graph"):
+        with pytest.raises(ValueError, match=r"refused|parent graph"):
             run(graph, command, CONFIG)
     assert log.calls == [] and list(graph.checkpointer.list(CONFIG)) == before
     # goto=END alone (Agent Chat UI's "Mark as Resolved") changes nothing: it still waits.
