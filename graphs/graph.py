@@ -249,7 +249,7 @@ class ReactGraph(CompiledStateGraph):
         input = self._standing(input, config)
         return super().stream(input, config, **kwargs)
 
-    async def astream(  # type: ignore[override]
+    async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         self._prepare(input, config, kwargs)
