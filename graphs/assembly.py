@@ -82,6 +82,11 @@ class Node(Runnable[State, Any]):
         self.name = name
         self._body, self._deps, self._route = body, deps, route
 
+    @property
+    def deps(self) -> Deps:
+        """What the node's body is given: the graph's tools, model and settings."""
+        return self._deps
+
     def _done(self, state: State, update: dict[str, Any]) -> Any:
         chat = chat_update(state, update, self._deps.tools)
         if chat:

@@ -19,7 +19,7 @@ from reactgraph.nodes import approval
 from reactgraph.nodes.compaction import context_window_of
 from reactgraph.nodes.delta import bound_replay
 from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
-from reactgraph.settings import check_all, context_schema
+from reactgraph.settings import at_least, check_all, context_schema, names
 from reactgraph.variants import variant as find_variant
 
 
@@ -37,6 +37,7 @@ def build_graph(
     store: BaseStore | None = None,
     token_counter: TokenCounterFn | None = None,
     summarizer: BaseChatModel | None = None,
+    approve_floor: Sequence[str] | str | None = None,
     **settings: Any,
 ) -> ReactGraph:
     """Build and compile one variant of the ReAct loop.
@@ -46,6 +47,10 @@ def build_graph(
     of another variant, or a bad value, raises ``ValueError``/``TypeError``. ``store`` keeps the
     notes of the notes variants in a LangGraph store instead of files; ``token_counter`` and
     ``summarizer`` serve the compaction variants (default: tiktoken, and the model itself).
+
+    ``approve_floor`` (tool names, or ``"all"``) is a deployment's approval policy: those tools'
+    Actions always wait for a person, whatever a run's context says; the ``approve`` setting
+    (built or per run) adds tools to it and never removes one (``docs/approval-policy.md``).
 
     ``graph.invoke({"question": ...}, config)`` (or ``{"messages": [...]}``) returns the state,
     whose ``answer``, ``status`` and ``turns`` are the result.
@@ -64,7 +69,9 @@ def build_graph(
             f"{', '.join(misplaced)} do(es) not apply to the {variant!r} variant; "
             f"it takes: {', '.join(sorted(spec.objects)) or 'no objects besides model and tools'}"
         )
+    floor = names("approve_floor", approve_floor) if approve_floor is not None else ()
     values = check_all(variant, spec.settings, given, where="build")
+    values["approve"] = at_least(floor, values["approve"])
     if "context_window" in values and values["context_window"] is None:
         values["context_window"] = context_window_of(
             model, model_name(model) if isinstance(model, BaseChatModel) else None
@@ -92,7 +99,7 @@ def build_graph(
 
     also(values)
     every = {s.name: values.get(s.name) for s in spec.settings}
-    schema = context_schema(variant, spec.settings, every, also=also)
+    schema = context_schema(variant, spec.settings, every, also=also, floors={"approve": floor})
     builder = assemble(spec, deps, schema)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=variant)
     return adopt(compiled)

@@ -3,19 +3,39 @@ checked before anything is stored, and writes made durable by default.
 
 ``invoke``/``ainvoke`` go through ``stream``/``astream``, so checking there covers every way to
 run the graph, including the LangGraph server's.
+
+Nothing but a decision runs an Action that waits for one. Of LangGraph's commands only a resume
+is taken: ``Command(goto=...)`` (which would run ``run_tool`` with no decision), ``update`` and
+``graph`` raise ValueError, except ``Command(goto=END)`` alone (Agent Chat UI's "Mark as
+Resolved"), which changes nothing: the thread keeps waiting. On a thread with a checkpointer,
+the thread's standing is read first (``reactgraph.nodes.standing``):
+
+- a resume (``None``, ``Command(resume=...)``) of a thread with no checkpoint raises ValueError
+  before anything is stored; a decision for a thread that waits for none raises too;
+- a new question (a chat client's message) on a thread that waits for a decision is that
+  decision when it is one of the terminal's words (``yes``/``y`` approve, ``no``/``n``
+  reject), else ValueError saying what the thread waits for: never a new run that drops the
+  waiting Action;
+- once ``MAX_UNUSABLE`` answers to one Action could not be used, a value that is no usable
+  decision raises ValueError before it is stored: the values given are replayed at every
+  resume, so their number is bounded, and the thread's cost stays flat.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
-from reactgraph.nodes.decisions import check_resume
+from reactgraph.nodes import approval
+from reactgraph.nodes.decisions import MAX_UNUSABLE, Malformed, check_resume, read_decision
 from reactgraph.nodes.questions import as_messages, content_parts, last_human, unread_note
+from reactgraph.nodes.standing import status_of
 from reactgraph.nodes.storable import unstorable
 
 # Each step's checkpoint is written before the next step starts, so a run killed at any point
@@ -40,11 +60,49 @@ def _human_question(messages: Any) -> str:
     return text
 
 
+# LangGraph's names in the checkpointer's pending writes and the run's config.
+_RESUME = "__resume__"
+_CHECKPOINTER = "__pregel_checkpointer"
+# A chat message that is a decision: the terminal's words (``reactgraph.app.approving``) that
+# need nothing more.
+_CHAT_WORDS = {"y": "approve", "yes": "approve", "n": "reject", "no": "reject"}
+
+
+def _only_end(goto: Any) -> bool:
+    """Whether a Command's ``goto`` names nothing (None, as the LangGraph server sends it, or
+    empty), or only END."""
+    if goto is None:
+        return True
+    if isinstance(goto, str):
+        return goto == END
+    if isinstance(goto, Sequence):
+        return all(isinstance(item, str) and item == END for item in goto)
+    return False
+
+
+def check_command(command: Command) -> None:
+    """ValueError for a Command that is not a resume: nothing but a decision may run an Action
+    that waits for one (``goto=END`` alone is let through: it runs nothing)."""
+    if command.graph is not None:
+        raise ValueError("a Command for a parent graph is not an input of this graph")
+    if command.update is not None:
+        raise ValueError(
+            "Command(update=...) is refused: the state changes only through the loop's steps; "
+            "decide on a waiting Action with Command(resume=DECISION)"
+        )
+    if not _only_end(command.goto):
+        raise ValueError(
+            f"Command(goto={command.goto!r}) is refused: nothing but a decision runs a waiting "
+            f"Action; resume with Command(resume=DECISION) (approve, edit, respond or reject)"
+        )
+
+
 def check_input(input: Any) -> None:
     """A new run's input: a non-empty question, storable by every checkpointer; a resume
     value (a person's decision, from any client) bounded and storable, before it is stored.
-    Resuming (None) and other LangGraph commands pass through."""
+    Resuming (None) passes through; a Command other than a resume raises (``check_command``)."""
     if isinstance(input, Command):
+        check_command(input)
         if input.resume is not None:
             check_resume(input.resume)  # its shape is read by the node that asked
         return
@@ -67,8 +125,109 @@ def check_thread(config: RunnableConfig | None) -> None:
         raise ValueError(f"the thread id cannot be stored: it holds a {unstorable(thread)}")
 
 
+def _question_text(input: Mapping[str, Any]) -> str:
+    question = input.get("question")
+    if isinstance(question, str):
+        return question
+    human = last_human(as_messages(input.get("messages")))
+    return content_parts(human.content)[0] if human is not None else ""
+
+
+def _unusable_so_far(saved: Any, snapshot: StateSnapshot) -> int:
+    """How many values the waiting task has been given already (each one it asked about again
+    was unusable): LangGraph replays them all at every resume."""
+    waiting = {task.id for task in snapshot.tasks if task.interrupts}
+    given = 0
+    for task_id, channel, value in getattr(saved, "pending_writes", None) or ():
+        if channel == _RESUME and task_id in waiting and isinstance(value, list):
+            given = max(given, len(value))
+    return given
+
+
+def _waiting_action(snapshot: StateSnapshot) -> str:
+    parsed = snapshot.values.get("parsed") or {}
+    turn = len(snapshot.values.get("turns") or []) + 1
+    return f"{parsed.get('action')}[{parsed.get('action_input') or ''}] (turn {turn})"
+
+
 class ReactGraph(CompiledStateGraph):
     """A compiled variant of the ReAct loop (see ``reactgraph.build_graph``)."""
+
+    def _saver(self, config: RunnableConfig | None) -> BaseCheckpointSaver | None:
+        """The checkpointer of a top-level run on a thread (None: no thread standing to read)."""
+        configurable = (config or {}).get("configurable") or {}
+        if configurable.get("thread_id") is None or configurable.get("checkpoint_ns"):
+            return None
+        saver = configurable.get(_CHECKPOINTER) or self.checkpointer
+        return saver if isinstance(saver, BaseCheckpointSaver) else None
+
+    def _against(
+        self, input: Any, config: RunnableConfig, saved: Any, snapshot: StateSnapshot
+    ) -> Any:
+        """The input, checked against where the thread stands (see the module's docstring):
+        what to run, or ValueError before anything is stored."""
+        standing = status_of(snapshot) if saved is not None else "unknown"
+        thread = config["configurable"]["thread_id"]
+        resume = input.resume if isinstance(input, Command) else None
+        if standing == "unknown" and (input is None or isinstance(input, Command)):
+            raise ValueError(
+                f"there is no thread {str(thread)[:80]!r} to resume: start it with a question"
+            )
+        if standing != "awaiting_approval":
+            if resume is not None:
+                raise ValueError(
+                    f"thread {str(thread)[:80]!r} waits for no decision ({standing}): a resume "
+                    f"value answers an Action that waits for approval"
+                )
+            return input
+        if isinstance(input, Mapping):
+            return self._chat_decision(_question_text(input), snapshot)
+        if resume is not None and _unusable_so_far(saved, snapshot) >= MAX_UNUSABLE:
+            self._check_usable(resume, config, snapshot)
+        return input
+
+    def _chat_decision(self, text: str, snapshot: StateSnapshot) -> Command:
+        """A chat message on a thread that waits for a decision: the decision its word says,
+        or ValueError saying what the thread waits for."""
+        word = _CHAT_WORDS.get(text.strip().rstrip(".!").strip().lower())
+        if word is None:
+            raise ValueError(
+                f"this thread waits for a decision on {_waiting_action(snapshot)}: answer yes "
+                f"to run it or no to refuse it (or approve, edit or reject it on its card); "
+                f"{text.strip()[:40]!r} was not taken as a new question"
+            )
+        return Command(resume={"decisions": [{"type": word}]})
+
+    def _check_usable(self, value: Any, config: RunnableConfig, snapshot: StateSnapshot) -> None:
+        """ValueError unless ``value`` is a decision the waiting Action can take."""
+        node = getattr(self.builder.nodes.get("approve_action"), "runnable", None)
+        deps = getattr(node, "deps", None)
+        try:
+            decision = read_decision(value)
+            if deps is not None:
+                approval.decided(snapshot.values, config, deps, decision)  # type: ignore[arg-type]
+        except Malformed as error:
+            raise ValueError(
+                f"the resume value was refused: {MAX_UNUSABLE} answers to "
+                f"{_waiting_action(snapshot)} could not be used, so only a usable decision is "
+                f"taken now, and the thread keeps waiting. {error}"
+            ) from None
+
+    def _standing(self, input: Any, config: RunnableConfig | None) -> Any:
+        saver = self._saver(config)
+        if saver is None or config is None:
+            return input
+        saved = saver.get_tuple(config)
+        snapshot = self.get_state(config) if saved is not None else None
+        return self._against(input, config, saved, snapshot)  # type: ignore[arg-type]
+
+    async def _astanding(self, input: Any, config: RunnableConfig | None) -> Any:
+        saver = self._saver(config)
+        if saver is None or config is None:
+            return input
+        saved = await saver.aget_tuple(config)
+        snapshot = await self.aget_state(config) if saved is not None else None
+        return self._against(input, config, saved, snapshot)  # type: ignore[arg-type]
 
     def _prepare(self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]) -> None:
         check_input(input)
@@ -87,11 +246,16 @@ class ReactGraph(CompiledStateGraph):
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         self._prepare(input, config, kwargs)
+        input = self._standing(input, config)
         return super().stream(input, config, **kwargs)
 
-    def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
         self._prepare(input, config, kwargs)
-        return super().astream(input, config, **kwargs)
+        input = await self._astanding(input, config)
+        async for chunk in super().astream(input, config, **kwargs):
+            yield chunk
 
 
 def adopt(compiled: CompiledStateGraph) -> ReactGraph:

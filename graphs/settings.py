@@ -12,7 +12,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Literal
@@ -177,6 +177,14 @@ def settings_of(kind: type[RunSettings], **defaults: Any) -> tuple[Setting, ...]
     return tuple(found)
 
 
+def at_least(floor: Sequence[str], chosen: Sequence[str]) -> tuple[str, ...]:
+    """A list of names that holds every name of ``floor``: ``chosen`` extended by it
+    (``("all",)`` when either says all)."""
+    if ALL in floor or ALL in chosen:
+        return (ALL,)
+    return tuple(dict.fromkeys((*floor, *chosen)))
+
+
 def check_all(
     variant: str, settings: Iterable[Setting], given: Mapping[str, Any], *, where: str
 ) -> dict[str, Any]:
@@ -196,6 +204,12 @@ def check_all(
     return values
 
 
+def _with_floor(description: str, floor: tuple[str, ...] | None) -> str:
+    if not floor:
+        return description
+    return f"{description} Always at least: {', '.join(floor)} (this server's policy)."
+
+
 class RunContext(dict[str, Any]):
     """Per-run overrides for any variant: ``graph.invoke(q, config, context=RunContext(...))``.
 
@@ -213,6 +227,7 @@ def context_schema(
     settings: Iterable[Setting],
     values: Mapping[str, Any],
     also: Callable[[Mapping[str, Any]], None] | None = None,
+    floors: Mapping[str, tuple[str, ...]] | None = None,
 ) -> type:
     """The graph's context schema: one field per run setting, defaulting to the built value.
 
@@ -221,13 +236,21 @@ def context_schema(
     sees the run's effective values (the built ones under those given) and raises ValueError
     for what one setting alone cannot tell: ``approve`` naming a tool the graph lacks,
     ``action_format="tool_calls"`` with a model that cannot bind tools.
+
+    ``floors`` holds, for a list-of-names setting, the names a run keeps whatever its context
+    says (a server's policy: ``approve_floor``): a context extends them, never removes one. The
+    field's default and description show the effective value.
     """
+    floors = {name: floor for name, floor in (floors or {}).items() if floor}
     run_settings = [s for s in settings if s.per_run]
     fields = [
         (
             s.name,
             s.hint,
-            dataclasses.field(default=values[s.name], metadata={"description": s.description}),
+            dataclasses.field(
+                default=values[s.name],
+                metadata={"description": _with_floor(s.description, floors.get(s.name))},
+            ),
         )
         for s in run_settings
     ]
@@ -238,6 +261,8 @@ def context_schema(
         checked = check_all(variant, run_settings, chosen, where="run")
         for setting in run_settings:
             value = checked[setting.name] if setting.name in chosen else values[setting.name]
+            if setting.name in floors:
+                value = at_least(floors[setting.name], value)
             object.__setattr__(self, setting.name, value)
         if also is not None:
             also(vars(self))

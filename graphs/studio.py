@@ -6,9 +6,9 @@ They are compiled without a checkpointer: the server brings its own. The model c
 run's context can switch it (``model_name``, ``base_url``) along with the variant's settings.
 The tools are the bundled ones (unless ``REACTGRAPH_DEFAULT_TOOLS=0``) and those that
 ``REACTGRAPH_TOOLS`` names (``module:name`` or ``path/to/file.py:name``, separated by spaces).
-``REACTGRAPH_APPROVE`` names the tools whose Actions wait for a person's decision (the
-``approve`` setting: names separated by spaces or commas, or ``all``), for chat clients that
-have no context form (Agent Chat UI); a run's context can still change it.
+``REACTGRAPH_APPROVE`` names the tools whose Actions wait for a person's decision (names
+separated by spaces or commas, or ``all``): the server's policy (``approve_floor``), which a
+run's ``approve`` context can extend but never reduce (``docs/approval-policy.md``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def approve() -> list[str]:
 # `langgraph.json` names each graph as an attribute of this module.
 globals().update(
     {
-        name: build_graph(name, model=_model(), tools=_tools(), approve=approve())
+        name: build_graph(name, model=_model(), tools=_tools(), approve_floor=approve())
         for name in VARIANTS
     }
 )

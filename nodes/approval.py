@@ -29,7 +29,7 @@ from langgraph.types import interrupt
 
 from reactgraph.nodes import prompts
 from reactgraph.nodes.chat import arg_names, call_args
-from reactgraph.nodes.decisions import Decided, Malformed, read_decision
+from reactgraph.nodes.decisions import MAX_UNUSABLE, Decided, Malformed, read_decision
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.state import Approval, ParsedReply, State
@@ -117,12 +117,16 @@ def approve_action(state: State, config: RunnableConfig, deps: Deps) -> dict[str
     if parsed is None or reply is None or parsed["action"] not in deps.tools:
         raise ValueError("approve_action needs a parsed tool action in the state")
     problem: str | None = None
+    unusable = 0
     while True:
         value = interrupt(request_for(state, deps, problem))
         try:
             return decided(state, config, deps, read_decision(value))
         except Malformed as error:
+            unusable += 1
             problem = str(error)
+            if unusable >= MAX_UNUSABLE:
+                problem += " " + prompts.APPROVAL_LAST_TRY.format(count=unusable)
             logger.warning("an unusable decision on %s: %s", parsed["action"], problem)
 
 

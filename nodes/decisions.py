@@ -29,6 +29,10 @@ from reactgraph.nodes.storable import unstorable
 
 MAX_RESUME_CHARS = 100_000
 """The largest resume value taken, as JSON text (an edited input or a person's reply)."""
+MAX_UNUSABLE = 5
+"""Answers to one Action that could not be used before only a usable decision is taken: every
+value given is kept and replayed at each resume, so their number is bounded (a further
+unusable one is refused before it is stored; the thread keeps waiting)."""
 MAX_BY_CHARS = 200
 MAX_RESUME_DEPTH = 32
 """The deepest a resume value may nest (an edit's arguments are JSON objects, rarely deep)."""

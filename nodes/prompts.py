@@ -217,6 +217,10 @@ APPROVAL_REQUEST = (
     "agent reads; or respond in the tool's place: your text is what the agent reads as the "
     "tool's result."
 )
+APPROVAL_LAST_TRY = (
+    "{count} answers to this action could not be used: another answer that is no usable "
+    "decision is refused before it is kept, and the action keeps waiting."
+)
 APPROVAL_AGAIN = "That answer could not be used: {problem} Please decide again.\n\n"
 DECIDED = {
     "approve": "approved",

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import add_ai_message_chunks
@@ -32,6 +33,7 @@ from reactgraph.nodes import deadlines, replies, streamchoice
 from reactgraph.nodes.linebreaks import plain, with_hard_breaks
 from reactgraph.nodes.replies import MalformedReply, StreamCut
 from reactgraph.nodes.streamchoice import OPENAI_URL, openai_family
+from reactgraph.nodes.toolcalls import reread_calls
 
 # How a finished reply says it was cut at the cap: OpenAI-compatible servers' finish_reason,
 # Anthropic's stop_reason, Ollama's done_reason.
@@ -74,8 +76,44 @@ def _joined(chunks: list[Any]) -> Any:
     if not chunks:
         return None
     if all(isinstance(chunk, AIMessageChunk) for chunk in chunks):
-        return add_ai_message_chunks(chunks[0], *chunks[1:]) if len(chunks) > 1 else chunks[0]
-    return functools.reduce(operator.add, chunks)
+        joined = add_ai_message_chunks(chunks[0], *chunks[1:]) if len(chunks) > 1 else chunks[0]
+    else:
+        joined = functools.reduce(operator.add, chunks)
+    return reread_calls(joined)
+
+
+class RawCalls(BaseCallbackHandler):
+    """The tool-call chunks of a plain call that LangChain streams itself (to a messages
+    stream, or a model built with ``streaming=True``): the reply it returns has its calls'
+    arguments repaired by partial-JSON reading, and no longer their text."""
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.chunks: list[AIMessageChunk] = []
+
+    def on_llm_new_token(self, token: Any, *, chunk: Any = None, **kwargs: Any) -> None:
+        message = getattr(chunk, "message", None)
+        if isinstance(message, AIMessageChunk) and message.tool_call_chunks:
+            self.chunks.append(
+                AIMessageChunk(content="", tool_call_chunks=message.tool_call_chunks)
+            )
+
+    def config(self, config: RunnableConfig | None) -> RunnableConfig:
+        """``config`` with this handler among its callbacks."""
+        callbacks = (config or {}).get("callbacks")
+        if isinstance(callbacks, BaseCallbackManager):
+            manager = callbacks.copy()
+            manager.add_handler(self, inherit=False)
+            return {**(config or {}), "callbacks": manager}
+        return {**(config or {}), "callbacks": [*(callbacks or []), self]}
+
+    def read(self, reply: Any) -> Any:
+        """The plain call's reply, its calls read from their whole text when it streamed."""
+        if not self.chunks:
+            return reply
+        joined = add_ai_message_chunks(self.chunks[0], *self.chunks[1:])
+        return reread_calls(reply, joined.tool_call_chunks)
 
 
 def _said(message: Any) -> bool:
@@ -189,8 +227,11 @@ class ModelCall:
             with replies.reading(self.model):
                 if streamed:
                     return gather(self.model, self.messages, config, self.arguments, abandoned)
-                reply = self.model.invoke(self.messages, config, **self._plain_arguments())
-                return _checked(self.model, reply, self.plain)
+                raw = RawCalls()
+                reply = self.model.invoke(
+                    self.messages, raw.config(config), **self._plain_arguments()
+                )
+                return _checked(self.model, raw.read(reply), self.plain)
 
         if self.deadline is None:
             return plain(call())
@@ -205,8 +246,11 @@ class ModelCall:
         with replies.reading(self.model):
             if streamed:
                 return await agather(self.model, self.messages, config, self.arguments)
-            reply = await self.model.ainvoke(self.messages, config, **self._plain_arguments())
-            return _checked(self.model, reply, self.plain)
+            raw = RawCalls()
+            reply = await self.model.ainvoke(
+                self.messages, raw.config(config), **self._plain_arguments()
+            )
+            return _checked(self.model, raw.read(reply), self.plain)
 
     async def arun(self) -> Any:
         call = self._call(with_hard_breaks(self.config))

@@ -103,6 +103,54 @@ def calls_of(message: Any) -> list[ToolCallRecord]:
     return kept
 
 
+def strict_calls(chunks: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A streamed reply's tool calls read from the complete text of each call's arguments, as a
+    plain reply's are (``json.loads``: a JSON object, or no text at all for no arguments), never
+    repaired as LangChain's partial-JSON reading repairs them (``{"expression": "1937-18``
+    would run ``1937-18``). ``chunks`` are the merged message's ``tool_call_chunks``; returns
+    its ``tool_calls`` and ``invalid_tool_calls``. Never raises; linear in the arguments."""
+    valid: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
+    for chunk in chunks:
+        chunk = chunk if isinstance(chunk, Mapping) else {}
+        raw = chunk.get("args")
+        name, call_id = chunk.get("name"), chunk.get("id")
+        error: str | None = None
+        args: Any = {}
+        if raw:
+            try:
+                args = json.loads(raw) if isinstance(raw, str) else None
+            except (ValueError, RecursionError) as failure:
+                error = f"not valid JSON ({str(failure)[:80]})"
+            else:
+                if not isinstance(args, dict):
+                    error = "not a JSON object"
+        if error is None:
+            valid.append({"name": name, "args": args, "id": call_id, "type": "tool_call"})
+        else:
+            invalid.append(
+                {
+                    "name": name,
+                    "args": raw if isinstance(raw, str) else None,
+                    "id": call_id,
+                    "error": error,
+                    "type": "invalid_tool_call",
+                }
+            )
+    return valid, invalid
+
+
+def reread_calls(message: Any, chunks: Sequence[Any] | None = None) -> Any:
+    """``message`` with its tool calls read by ``strict_calls`` from ``chunks`` (default: its
+    own ``tool_call_chunks``, a streamed reply's), in a copy; a message without any as it is."""
+    if chunks is None:
+        chunks = getattr(message, "tool_call_chunks", None)
+    if not chunks or not hasattr(message, "model_copy"):
+        return message
+    valid, invalid = strict_calls(chunks)
+    return message.model_copy(update={"tool_calls": valid, "invalid_tool_calls": invalid})
+
+
 def canonical_args(args: Mapping[str, Any] | None) -> str:
     """How two calls' arguments are compared (stuck detection): their JSON, keys sorted."""
     return json.dumps(args or {}, sort_keys=True, ensure_ascii=False, default=str)

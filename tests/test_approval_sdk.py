@@ -154,3 +154,76 @@ def test_a_waiting_thread_outlives_a_restart_of_the_server(
         out = client.runs.wait(thread, "transcript", command={"resume": value})
     assert out["turns"][2]["observation"] == "111" and out["answer"] == "48"
     assert len(model.requests) == calls + 1  # only the answer's call: nothing ran twice
+
+
+def refused(client: Any, thread: str, variant: str, **run: Any) -> None:
+    """A run that fails before anything runs: the thread still waits at its Action."""
+    started = client.runs.create(thread, variant, **run)
+    client.runs.join(thread, started["run_id"])
+    assert client.runs.get(thread, started["run_id"])["status"] == "error", run
+    assert client.threads.get_state(thread)["next"] == ["approve_action"], run
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_no_command_but_a_decision_runs_the_waiting_action(
+    client: Any, model: FakeOpenAIServer, variant: str
+) -> None:
+    from tests.test_approval import built
+    from tests.test_approval_guard import node_names
+
+    thread = waiting_thread(client, variant, model)
+    calls = len(model.requests)
+    gotos: list[Any] = [n for n in node_names(built(variant)[0]) if n != "__end__"]
+    gotos += [["run_tool"], {"node": "run_tool", "input": {}}]
+    for goto in gotos:
+        refused(client, thread, variant, command={"goto": goto})
+    refused(client, thread, variant, command={"update": {"question": "x"}, "goto": "__end__"})
+    # "Mark as Resolved" changes nothing; nothing ran and the model was not asked.
+    client.runs.wait(thread, variant, command={"goto": "__end__"})
+    assert client.threads.get_state(thread)["next"] == ["approve_action"]
+    assert len(model.requests) == calls
+    value, observation = DECISIONS["reject"]
+    out = client.runs.wait(thread, variant, command={"resume": value})
+    sums = [t for t in out["turns"] if t.get("action") == "calculator"]
+    assert [t["observation"] for t in sums] == [observation]
+    assert [m["content"] for m in out["messages"] if m["type"] == "tool"][2:] == [observation]
+
+
+def test_the_servers_policy_holds_and_a_chat_message_decides(
+    model: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """``REACTGRAPH_APPROVE`` is a floor: a run whose context says ``approve: none`` still
+    waits. A message on the waiting thread is the decision when it is yes or no, and is refused
+    otherwise; an unknown thread is not resumed."""
+    if not LANGGRAPH.exists():
+        pytest.skip("langgraph-cli is not installed")
+    from langgraph_sdk import get_sync_client
+
+    env = {"REACTGRAPH_APPROVE": "calculator"}
+    with langgraph_dev(tmp_path, None, env=env) as url:  # the served graphs: graphs/studio.py
+        client = get_sync_client(url=url)
+        for variant in VARIANTS:
+            thread = client.threads.create()["thread_id"]
+            values = client.runs.wait(
+                thread,
+                variant,
+                input={"messages": [QUESTION]},
+                context={**context(model), "approve": "none"},
+            )
+            assert values["__interrupt__"], variant
+            refused(
+                client, thread, variant, input={"messages": [{"type": "human", "content": "2+2?"}]}
+            )
+            said = {"type": "human", "content": "yes"}
+            out = client.runs.wait(thread, variant, input={"messages": [said]})
+            assert out["turns"][2]["observation"] == "48" and out["answer"] == "48", variant
+            assert out["turns"][2]["approval"]["decision"] == "approve"
+        schema = client.assistants.get_schemas(
+            client.assistants.search(graph_id="transcript")[0]["assistant_id"]
+        )["context_schema"]["properties"]["approve"]
+        assert schema["default"] == ["calculator"]
+        ghost = client.threads.create()["thread_id"]
+        run = client.runs.create(ghost, "transcript", command={"resume": "yes"})
+        client.runs.join(ghost, run["run_id"])
+        assert client.runs.get(ghost, run["run_id"])["status"] == "error"
+        assert client.threads.get_state(ghost)["values"] in ({}, None, [])

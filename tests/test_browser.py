@@ -380,3 +380,33 @@ def test_agent_chat_ui_approves_edits_and_rejects_an_action(
     for line in ("Final Answer: sent hello", "Final Answer: sent final text"):
         expect(page.get_by_text(line)).to_be_visible()
     assert not page.get_by_text("Error").count()
+
+
+def test_a_message_typed_while_an_action_waits_is_its_decision_or_refused(
+    stack: dict[str, Any], page: Any
+) -> None:
+    """Agent Chat UI keeps its input box open while the approval card waits (issue 45, 5): a
+    message there is the decision when it is one of the terminal's words (yes, no), and is
+    refused otherwise; it never starts a new run that drops the waiting Action."""
+    from playwright.sync_api import expect
+
+    api = stack["api"]
+    page.goto(f"{stack['ui']}/?assistantId=transcript&chatHistoryOpen=true")
+    decide(page, "Send memo (transcript)", "memo")
+    # Not a decision: the run is refused, and the Action still waits for one.
+    ask(page, "what about lunch?")
+    deadline = time.monotonic() + WAIT_MS / 1000  # a bound against a hang, not a timing
+    while thread_runs(api, page)[0]["status"] in ("pending", "running"):
+        assert time.monotonic() < deadline
+        page.wait_for_timeout(100)
+    assert thread_runs(api, page)[0]["status"] == "error"
+    values = thread_state(api, page)
+    assert values["question"].startswith("Send memo") and values["turns"] == []
+    settled(page)
+    shot(page, "transcript-message-while-waiting-refused")
+    # "yes" is the decision: the Action runs as the model wrote it.
+    ask(page, "yes")
+    expect(page.get_by_text("Final Answer: sent memo")).to_be_visible()
+    (turn,) = [t for t in thread_state(api, page)["turns"] if t["action"] == "send"]
+    assert (turn["approval"]["decision"], turn["observation"]) == ("approve", "sent memo")
+    shot(page, "transcript-message-while-waiting-decided")

@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import multiprocessing
 import os
+import pickle
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sized
@@ -94,7 +95,20 @@ def _worker(open_runner: OpenRunner, jobs: Any, results: Any, slots: int) -> Non
     if parent is not None:
         threading.Thread(target=_end_with, args=(parent.sentinel,), daemon=True).start()
     with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
-        asyncio.run(_serve(open_runner, take, results.send, slots))
+        try:
+            asyncio.run(_serve(open_runner, take, results.send, slots))
+        except Exception as error:  # its runner could not open (a database fault): the parent's
+            results.send(("error", _sendable(error)))
+
+
+def _sendable(error: Exception) -> Exception:
+    """``error`` as it can cross a pipe: itself when it pickles (``DatabaseError``), else a
+    RuntimeError with its type and message."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+    return error
 
 
 def _end_with(sentinel: int) -> None:
@@ -236,6 +250,8 @@ def _collect(channels: dict[Any, _Channel], jobs: Iterator[Job]) -> Iterator[dic
                     why = "the worker process running it died"
                     yield failed(channel.held[index], f"WorkerDied: {why}")
                 continue
+            if kind == "error":
+                raise item  # a worker could not start (its database): as in one process
             if kind == "want":
                 job = next(jobs, None)
                 with contextlib.suppress(OSError):  # it died since it asked: its EOF follows

@@ -152,17 +152,22 @@ class Postgres:
         from reactgraph.storage.listing import create_index_sql
         from reactgraph.storage.setuplock import asetup_lock
 
-        async with (
-            AsyncPostgresSaver.from_conn_string(db) as saver,
-            AsyncPostgresStore.from_conn_string(db) as store,
-        ):
-            async with asetup_lock(db) as connection:
-                await saver.setup()
-                await store.setup()
-                found = await connection.execute("SELECT to_regclass(%s)", (INDEX,))
-                if (await found.fetchone())[0] is None:
-                    await connection.execute(create_index_sql(self.dialect))
-            yield saver, store
+        try:
+            async with (
+                AsyncPostgresSaver.from_conn_string(db) as saver,
+                AsyncPostgresStore.from_conn_string(db) as store,
+            ):
+                async with asetup_lock(db) as connection:
+                    await saver.setup()
+                    await store.setup()
+                    found = await connection.execute("SELECT to_regclass(%s)", (INDEX,))
+                    if (await found.fetchone())[0] is None:
+                        await connection.execute(create_index_sql(self.dialect))
+                yield saver, store
+        except Exception as error:  # as ``open``: one line naming the database
+            if type(error).__module__.startswith("psycopg"):
+                raise DatabaseError(self.explain(db, error)) from error
+            raise
 
     @contextlib.contextmanager
     def lock(self, db: str, thread_id: str) -> Iterator[Any]:
