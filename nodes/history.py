@@ -91,7 +91,7 @@ def _runs_text(runs: tuple[tuple[str, str | None, str | None], ...], limit: int)
         else:
             said = prompts.EARLIER_STATUS.get(status, prompts.EARLIER_STATUS[None])
             parts.append(prompts.EARLIER_UNANSWERED.format(question=asked, status=said))
-    return prompts.EARLIER_SEPARATOR.join(parts)
+    return "\n\n".join(parts)  # a blank line between runs
 
 
 def earlier_text(state: Mapping[str, Any], settings: RunSettings) -> str:

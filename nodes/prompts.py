@@ -37,7 +37,6 @@ EARLIER_BLOCK = (
 )
 EARLIER_ANSWERED = "Asked: {question}\nAnswered: {answer}"
 EARLIER_UNANSWERED = "Asked: {question}\nNot answered: {status}"
-EARLIER_SEPARATOR = "\n\n"
 EARLIER_STATUS = {
     "turn_limit": "the turn cap was reached before an answer",
     "stuck": "the same action kept coming back, so the run was stopped",
