@@ -24,7 +24,19 @@ from reactgraph.nodes.reducers import kept_runs
 from reactgraph.nodes.run_settings import HISTORY_RUNS_MAX
 from reactgraph.nodes.tokens import message_text
 from reactgraph.variants import REGISTRY
-from tests.fakes import FakeChatModel, Runner, action, answer, call, prompt_text
+from tests.fakes import (
+    FakeChatModel,
+    FakeOpenAIServer,
+    Fault,
+    Runner,
+    action,
+    answer,
+    call,
+    prompt_text,
+    seed_responder,
+)
+from tests.inprocess import run_main
+from tests.test_cli import one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ["text", "tool_calls"]
@@ -410,3 +422,50 @@ def test_a_follow_up_killed_mid_run_resumes_with_the_conversation(
         assert "Asked: Where is the Eiffel Tower?\nAnswered: In Paris." in text
         assert "OBS where" not in text  # the first run's Observation is not replayed
 
+
+
+def test_ask_on_a_finished_thread_goes_on_with_its_conversation(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    db = str(tmp_path / "runs.sqlite")
+    where = ("--base-url", openai_server.url, "--db", db, "--thread", "t1")
+    first = run_main("ask", "How many years apart?", *where)
+    assert first.returncode == 0, first.stderr
+    asked = len(openai_server.requests)
+    follow = run_main("ask", "And in months?", *where)
+    assert follow.returncode == 0, follow.stderr
+    sent = openai_server.requests[asked]["messages"]
+    assert len(sent) == 1, "the follow-up starts with its question alone: no earlier turns"
+    assert sent[0]["content"].endswith(
+        f"{HEADING}Asked: How many years apart?\nAnswered: 48\n\nQuestion: And in months?"
+    )
+    assert "Observation" not in sent[0]["content"].split(HEADING)[1]
+    threads = run_main("threads", "--db", db)
+    assert "And in months?" in threads.stdout  # the thread's latest question
+    show = run_main("show", "t1", "--db", db)
+    assert "Question: And in months?" in show.stdout
+    # --history-runs 0: the question alone.
+    alone = run_main("ask", "A third?", *where, "--history-runs", "0")
+    assert alone.returncode == 0, alone.stderr
+    assert HEADING not in openai_server.requests[-1]["messages"][0]["content"]
+
+
+def test_ask_on_a_thread_of_another_variant_or_unfinished_is_one_line(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = seed_responder
+    db = str(tmp_path / "runs.sqlite")
+    where = ("--base-url", openai_server.url, "--db", db)
+    assert run_main("ask", "How many years apart?", *where, "--thread", "t1").returncode == 0
+    other = run_main("ask", "And now?", *where, "--thread", "t1", "--variant", "notes")
+    one_line_error(other, "thread t1 runs the transcript variant; ask on it with --variant")
+    openai_server.responder = lambda body: Fault(503, "down.")
+    failed = run_main("ask", "q", *where, "--thread", "t2", "--model-retries", "0")
+    assert failed.returncode == 1, failed.stderr
+    openai_server.responder = seed_responder
+    again = run_main("ask", "And now?", *where, "--thread", "t2")
+    one_line_error(again, "thread t2 has a run that has not finished; `reactgraph resume t2`")
+    resumed = run_main("resume", "t2", "--db", db, "--base-url", openai_server.url)
+    assert resumed.returncode == 0, resumed.stderr
+    assert run_main("ask", "And now?", *where, "--thread", "t2").returncode == 0
