@@ -222,9 +222,7 @@ def test_a_long_earlier_answer_is_cut_like_an_observation(fmt: str, run: Runner)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_a_run_without_an_answer_shows_its_question_and_how_it_ended(
-    fmt: str, run: Runner
-) -> None:
+def test_a_run_without_an_answer_shows_its_question_and_how_it_ended(fmt: str, run: Runner) -> None:
     stuck = [look(fmt, "same")] * 3
     model = FakeChatModel(replies=[*stuck, answer("ok")])
     graph = graph_for("transcript", fmt, model)
@@ -392,9 +390,7 @@ KILLED = textwrap.dedent(
 
 @pytest.mark.kills
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_a_follow_up_killed_mid_run_resumes_with_the_conversation(
-    fmt: str, tmp_path: Path
-) -> None:
+def test_a_follow_up_killed_mid_run_resumes_with_the_conversation(fmt: str, tmp_path: Path) -> None:
     db = str(tmp_path / "runs.sqlite")
 
     def go(mode: str) -> subprocess.CompletedProcess[str]:
@@ -421,7 +417,6 @@ def test_a_follow_up_killed_mid_run_resumes_with_the_conversation(
     for text in resumed:
         assert "Asked: Where is the Eiffel Tower?\nAnswered: In Paris." in text
         assert "OBS where" not in text  # the first run's Observation is not replayed
-
 
 
 def test_ask_on_a_finished_thread_goes_on_with_its_conversation(
