@@ -16,7 +16,7 @@ from typing import Any
 
 from reactgraph.nodes import prompts
 from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.state import RunRecord
+from reactgraph.nodes.state import EarlierRun
 from reactgraph.nodes.view import View
 
 STORED_CHARS = 20_000
@@ -32,9 +32,9 @@ def cut(text: str, limit: int) -> str:
     return text[:limit] + prompts.TRUNCATION_MARKER.format(cut=len(text) - limit, total=len(text))
 
 
-def run_record(run: int, question: str, answer: str | None, status: Any) -> RunRecord:
+def earlier_run(run: int, question: str, answer: str | None, status: Any) -> EarlierRun:
     """A run's record, its texts cut at ``STORED_CHARS``."""
-    return RunRecord(
+    return EarlierRun(
         run=run,
         question=cut(question, STORED_CHARS),
         answer=None if answer is None else cut(answer, STORED_CHARS),
@@ -42,28 +42,28 @@ def run_record(run: int, question: str, answer: str | None, status: Any) -> RunR
     )
 
 
-def records_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> list[RunRecord]:
+def records_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> list[EarlierRun]:
     """The run records a node's update writes: the run's record when it starts (its question,
     no ending yet) and again when it ends (a status is set), in place of the first."""
     if "run" in update:
         question = update.get("question", state.get("question"))
-        return [run_record(update["run"], question or "", None, None)]
+        return [earlier_run(update["run"], question or "", None, None)]
     status = update.get("status")
     run = state.get("run")
     if not status or not run:
         return []
     answer = update["answer"] if "answer" in update else state.get("answer")
-    return [run_record(run, state.get("question") or "", answer, status)]
+    return [earlier_run(run, state.get("question") or "", answer, status)]
 
 
-def earlier_records(state: Mapping[str, Any], settings: RunSettings) -> list[RunRecord]:
+def earlier_records(state: Mapping[str, Any], settings: RunSettings) -> list[EarlierRun]:
     """The runs before this one the prompt carries: the last ``history_runs``, oldest first."""
     limit = settings.history_runs
     if limit <= 0:
         return []
     run = state.get("run") or 0
-    records: Sequence[RunRecord] = state.get("earlier_runs") or []
-    earlier: list[RunRecord] = []
+    records: Sequence[EarlierRun] = state.get("earlier_runs") or []
+    earlier: list[EarlierRun] = []
     # From the end: only the last few records are looked at, however long the thread.
     for record in reversed(records):
         if record["run"] >= run:

@@ -176,7 +176,7 @@ class CompactionRecord(TypedDict):
     """Where the summarizer's counts came from (absent when no summary was asked for)."""
 
 
-class RunRecord(TypedDict):
+class EarlierRun(TypedDict):
     """One run on a thread as later runs see it (``history_runs``): its question and how it
     ended, never its turns."""
 
@@ -242,8 +242,8 @@ class State(TypedDict):
     """Every compaction of this run, in order (compaction variants)."""
     summary: NotRequired[Annotated[str, Replaced]]
     """The latest summary, or None if no compaction produced one. Stored only when it changes."""
-    earlier_runs: NotRequired[Annotated[list[RunRecord], Earlier]]
+    earlier_runs: NotRequired[Annotated[list[EarlierRun], Earlier]]
     """The thread's runs so far, this one included, oldest first, as question and ending
-    (``RunRecord``): what a later run's prompt shows of the conversation (``history_runs``). A
+    (``EarlierRun``): what a later run's prompt shows of the conversation (``history_runs``). A
     run's record is written when it starts and when it ends; at most ``HISTORY_RUNS_MAX`` are
     kept, so a long thread's state stays bounded."""
