@@ -132,6 +132,8 @@ class RunSettings:
         "answers, in one block before the question; 0: each question alone.",
         minimum=0,
         maximum=HISTORY_RUNS_MAX,
+        # A batch's or an eval's question runs alone on a thread of its own: no earlier runs.
+        changes_answers=False,
     )
 
     @classmethod
