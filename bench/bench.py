@@ -10,6 +10,8 @@ this run on this machine; nothing here is a test. Sections:
 - ``storage``: 1,000-turn runs on SQLite and PostgreSQL, a SIGKILL and resume, ``show``;
 - ``history``: reading a thread (show, the whole history, a time travel) as it grows, and a
   large question on disk;
+- ``conversation``: 1,000 questions on one thread (``history_runs``): the prompt, the time and
+  the database growth per question stay flat;
 - ``concurrency``: 100 runs at once over HTTP, in one process and in worker processes;
 - ``batch``: ``reactgraph batch --workers 2`` on 1,000 questions of 40 turns, and pruning;
 - ``startup``: each command's start-up against ``python -c pass`` and
@@ -25,6 +27,7 @@ from collections.abc import Callable
 
 from batch import bench_batch
 from concurrency import bench_concurrency
+from conversation import bench_conversation
 from engines import bench_engines
 from history import bench as bench_history
 from killbatch import bench_killbatch
@@ -40,6 +43,7 @@ SECTIONS: dict[str, Callable[[int], None]] = {
     "compaction": bench_compaction,
     "storage": bench_storage,
     "history": bench_history,
+    "conversation": bench_conversation,
     "concurrency": bench_concurrency,
     "batch": bench_batch,
     "startup": bench_startup,

@@ -33,6 +33,7 @@ from reactgraph.nodes.chat import chat_update
 from reactgraph.nodes.control import parse_reply, start_run, stop_run, turn_cap_reached
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import adrive, drive
+from reactgraph.nodes.history import records_update
 from reactgraph.nodes.model import call_model, force_answer
 from reactgraph.nodes.state import InputState, State
 from reactgraph.nodes.tool_runs import run_tool
@@ -91,6 +92,9 @@ class Node(Runnable[State, Any]):
         chat = chat_update(state, update, self._deps.tools)
         if chat:
             update = {**update, "messages": chat}
+        records = records_update(state, update)
+        if records:  # a run's start or end: its record in the thread's conversation
+            update = {**update, "earlier_runs": records}
         if self._route is None:
             return update
         return Command(update=update, goto=self._route(after(state, update)))

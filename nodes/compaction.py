@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from reactgraph.nodes import prompts
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
+from reactgraph.nodes.history import earlier_text, folded
 from reactgraph.nodes.model import ask
 from reactgraph.nodes.providers import ModelCallError
 from reactgraph.nodes.run_settings import CompactionSettings, narrowed, uses_tool_calls
@@ -127,11 +128,14 @@ def counted_prompt(state: State, deps: Deps) -> list[BaseMessage]:
 
 
 def summary_request(
-    question: str, previous: str | None, dropped: list[Turn], kept: list[Turn]
+    question: str, previous: str | None, dropped: list[Turn], kept: list[Turn], earlier: str = ""
 ) -> str:
-    """The summarizer's prompt: the whole dropped part, the kept turns marked as context."""
+    """The summarizer's prompt: the earlier conversation on the thread (the first compaction of
+    a run folds it in; later ones find it in the previous summary), the whole dropped part, the
+    kept turns marked as context."""
     return prompts.SUMMARY_REQUEST.format(
         question=question,
+        earlier=prompts.SUMMARY_EARLIER.format(earlier=earlier) if earlier else "",
         previous=prompts.SUMMARY_PREVIOUS.format(summary=previous) if previous else "",
         dropped=_as_text(dropped),
         kept=_as_text(kept),
@@ -182,13 +186,15 @@ def _plan(state: State, deps: Deps) -> _Plan | dict[str, Any]:
     window = visible_turns(state, deps.view, settings)
     keep = min(settings.keep_turns, len(window))
     dropped, kept = window[: len(window) - keep], window[len(window) - keep :]
-    if not dropped:
+    # The earlier conversation's block, until a compaction of this run folds it in.
+    earlier = "" if folded(state, deps.view) else earlier_text(state, settings)
+    if not dropped and not earlier:
         # Only the kept turns are left: nothing can be summarized without losing them.
         logger.warning(
             "context exhausted: %d tokens with only %d turn(s) in view", before, len(window)
         )
         return {"status": "context_exhausted"}
-    request = summary_request(state["question"], state.get("summary"), dropped, kept)
+    request = summary_request(state["question"], state.get("summary"), dropped, kept, earlier)
     return _Plan(before=before, limit=limit, window=window, kept=kept, request=request)
 
 

@@ -27,6 +27,25 @@ Rules:
 
 Question: {question}"""
 
+# The earlier conversation on a thread (the ``history_runs`` setting): one block, right before
+# the "Question:" line (text format) or the question's message (tool_calls format). Its lines
+# avoid the loop's own labels (Question, Final Answer, Observation), so nothing reads them as
+# this run's.
+EARLIER_BLOCK = (
+    "Earlier in this conversation (the questions asked before on this thread, oldest first, "
+    "and how each ended; the question below may refer to them):\n\n{runs}\n\n"
+)
+EARLIER_ANSWERED = "Asked: {question}\nAnswered: {answer}"
+EARLIER_UNANSWERED = "Asked: {question}\nNot answered: {status}"
+EARLIER_STATUS = {
+    "turn_limit": "the turn cap was reached before an answer",
+    "stuck": "the same action kept coming back, so the run was stopped",
+    "stopped_early": "the turn cap was reached; the work so far is in the notes",
+    "context_exhausted": "the context window was full",
+    None: "the run did not finish",
+}
+"""How a run that gave no answer ended, in words (by its status; None: it never ended)."""
+
 # The tool_calls action format: the tools are bound to the model (``bind_tools``) and the model
 # calls them natively. The same loop and rules; the tools are described by their schemas, so
 # the prompt lists none. A system message, since servers' tool-calling templates put the
@@ -167,7 +186,7 @@ agent can go on from your summary alone.
 
 The question (kept verbatim elsewhere, do not restate it): {question}
 
-{previous}The earlier transcript, to summarize:
+{earlier}{previous}The earlier transcript, to summarize:
 {dropped}
 
 The most recent turns, shown for context only. They stay in the agent's view word for word, so \
@@ -182,6 +201,11 @@ Write these sections, in this order, with "None" where a section is empty:
 ## Next step
 
 Be specific: keep numbers, names and dates exactly. At most {max_words} words."""
+SUMMARY_EARLIER = (
+    "The earlier conversation on this thread (questions asked before, and their answers; the "
+    "question may refer to them, so keep in the summary, under Facts found, whatever it may "
+    "need from them):\n{earlier}\n\n"
+)
 SUMMARY_PREVIOUS = "The summary of even earlier work:\n{summary}\n\n"
 SUMMARY_NONE = "(none)"
 TRANSCRIPT_TURN = "{text}\nObservation: {observation}"

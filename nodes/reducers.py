@@ -27,6 +27,8 @@ from langchain_core.messages import (
 from langgraph.channels import DeltaChannel
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from reactgraph.nodes.run_settings import HISTORY_RUNS_MAX
+
 # A snapshot every 500 updates (about 500 turns): at 1,000 turns the snapshots add about as much
 # as the transcript itself, while a read replays at most a few hundred writes (see also
 # ``reactgraph.nodes.delta``, which bounds the replay for channels written rarely).
@@ -44,6 +46,26 @@ def appended(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
 def latest(current: Any, writes: Sequence[Any]) -> Any:
     """The reducer of a value replaced whole (the notes, the summary): the last write wins."""
     return writes[-1]
+
+
+def kept_runs(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
+    """The reducer of ``earlier_runs``: each write's run records put in place of the record of
+    the same run (a run's ending replaces its start), else appended; only the last
+    ``HISTORY_RUNS_MAX`` are kept. A record holds its run's number under ``run``; runs only
+    grow, so the record replaced is always among the last."""
+    out = list(current)
+    for records in writes:
+        for record in records:
+            for index in range(len(out) - 1, -1, -1):
+                if out[index]["run"] == record["run"]:
+                    out[index] = record
+                    break
+                if out[index]["run"] < record["run"]:
+                    out.append(record)
+                    break
+            else:
+                out.append(record)
+    return out[-HISTORY_RUNS_MAX:]
 
 
 def _kinds(items: Sequence[Any]) -> set[type]:
@@ -160,3 +182,5 @@ Chat: DeltaChannel[Any] = DeltaChannel(added_messages, snapshot_frequency=SNAPSH
 # Written rarely: a snapshot at each write keeps a read from replaying back to the run's start.
 Rare: DeltaChannel[Any] = DeltaChannel(appended, snapshot_frequency=1)
 Replaced: DeltaChannel[Any] = DeltaChannel(latest, snapshot_frequency=1)
+# Written twice a run (its start, its end), kept bounded: a snapshot at each write.
+Earlier: DeltaChannel[Any] = DeltaChannel(kept_runs, snapshot_frequency=1)

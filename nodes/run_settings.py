@@ -21,6 +21,10 @@ from typing import Any, Literal, TypeVar
 
 T = TypeVar("T", bound="RunSettings")
 
+HISTORY_RUNS_MAX = 100
+"""The most earlier runs a prompt may carry (``history_runs``), and so the most run records a
+thread's state keeps (``reactgraph.nodes.reducers.kept_runs``)."""
+
 
 def knob(
     default: Any,
@@ -121,6 +125,15 @@ class RunSettings:
         "OpenAI-compatible server URL for model_name (vLLM, Ollama, llama.cpp, LM Studio).",
         build=False,
         unset="the built model's",
+    )
+    history_runs: int = knob(
+        5,
+        "Earlier runs on the thread each prompt carries (oldest first) as their questions and "
+        "answers, in one block before the question; 0: each question alone.",
+        minimum=0,
+        maximum=HISTORY_RUNS_MAX,
+        # A batch's or an eval's question runs alone on a thread of its own: no earlier runs.
+        changes_answers=False,
     )
 
     @classmethod

@@ -13,7 +13,7 @@ from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict
 
 from reactgraph.nodes.endings import Status
-from reactgraph.nodes.reducers import Chat, Rare, Replaced, Transcript
+from reactgraph.nodes.reducers import Chat, Earlier, Rare, Replaced, Transcript
 
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
 TokenSource = Literal["usage", "tiktoken", "estimate"]
@@ -176,6 +176,21 @@ class CompactionRecord(TypedDict):
     """Where the summarizer's counts came from (absent when no summary was asked for)."""
 
 
+class EarlierRun(TypedDict):
+    """One run on a thread as later runs see it (``history_runs``): its question and how it
+    ended, never its turns."""
+
+    run: int
+    """The run's number on the thread (the state's ``run`` while it ran)."""
+    question: str
+    """Its question (kept up to ``reactgraph.nodes.history.STORED_CHARS`` characters)."""
+    answer: str | None
+    """Its final answer (or forced answer), kept like the question; None when it gave none."""
+    status: Status | None
+    """How it ended; None while it runs, or when it never ended (killed and not resumed, or a
+    new question came while it waited for an approval)."""
+
+
 Messages = Annotated[list[AnyMessage], Chat]
 
 
@@ -227,3 +242,8 @@ class State(TypedDict):
     """Every compaction of this run, in order (compaction variants)."""
     summary: NotRequired[Annotated[str, Replaced]]
     """The latest summary, or None if no compaction produced one. Stored only when it changes."""
+    earlier_runs: NotRequired[Annotated[list[EarlierRun], Earlier]]
+    """The thread's runs so far, this one included, oldest first, as question and ending
+    (``EarlierRun``): what a later run's prompt shows of the conversation (``history_runs``). A
+    run's record is written when it starts and when it ends; at most ``HISTORY_RUNS_MAX`` are
+    kept, so a long thread's state stays bounded."""

@@ -15,6 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from reactgraph.nodes import prompts
+from reactgraph.nodes.history import earlier_block
 from reactgraph.nodes.run_settings import (
     NotesSettings,
     RunSettings,
@@ -106,19 +107,30 @@ def turn_messages(turn: Turn) -> tuple[BaseMessage, ...]:
     return _call_turn_messages(turn["text"], turn["observation"], _calls_key(calls), edited)
 
 
+# The seed's prompt up to its last line, "Question: {question}": the earlier conversation goes
+# between the two, the prompt's text otherwise as written.
+_RULES = prompts.REACT_PROMPT.removesuffix(prompts.TOOL_CALLS_QUESTION)
+
+
 @functools.lru_cache(maxsize=256)
-def _opening(tool_descriptions: str, question: str, notes_limit: int | None) -> HumanMessage:
+def _opening(
+    tool_descriptions: str, question: str, notes_limit: int | None, earlier: str = ""
+) -> HumanMessage:
+    """The text format's opening: the seed's prompt, the earlier conversation's block (when the
+    thread has one) right before its ``Question:`` line."""
     described = tool_descriptions.replace(prompts.NOTES_LIMIT, str(notes_limit))
-    return HumanMessage(prompts.REACT_PROMPT.format(tool_descriptions=described, question=question))
+    rules = _RULES.format(tool_descriptions=described)
+    return HumanMessage(rules + earlier + prompts.TOOL_CALLS_QUESTION.format(question=question))
 
 
 @functools.lru_cache(maxsize=256)
-def _tool_opening(question: str) -> tuple[BaseMessage, ...]:
+def _tool_opening(question: str, earlier: str = "") -> tuple[BaseMessage, ...]:
     """The ``tool_calls`` format's opening: the loop's rules, then the question (the tools come
-    as bound schemas)."""
+    as bound schemas), the earlier conversation's block (when the thread has one) heading the
+    question's message, as in the text format."""
     return (
         SystemMessage(prompts.TOOL_CALLS_PROMPT),
-        HumanMessage(prompts.TOOL_CALLS_QUESTION.format(question=question)),
+        HumanMessage(earlier + prompts.TOOL_CALLS_QUESTION.format(question=question)),
     )
 
 
@@ -151,14 +163,16 @@ def visible_turns(state: State, view: View, settings: RunSettings) -> list[Turn]
 def render_prompt(
     state: State, view: View, tool_descriptions: str, settings: RunSettings
 ) -> list[BaseMessage]:
-    """The messages for the next model call: the filled ReAct prompt, the notes when the view
-    has them, the summary when the run was compacted, then the visible turns."""
+    """The messages for the next model call: the filled ReAct prompt (the thread's earlier
+    runs in a block before its question), the notes when the view has them, the summary when
+    the run was compacted, then the visible turns."""
     native = uses_tool_calls(settings)
     notes_chars = notes_limit(settings)
+    earlier = earlier_block(state, view, settings)
     messages: list[BaseMessage] = (
-        list(_tool_opening(state["question"]))
+        list(_tool_opening(state["question"], earlier))
         if native
-        else [_opening(tool_descriptions, state["question"], notes_chars)]
+        else [_opening(tool_descriptions, state["question"], notes_chars, earlier)]
     )
     if view.notes:
         notes = state.get("notes") or ""

@@ -14,6 +14,7 @@ screenshot to ``build/browser/``.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,6 +105,12 @@ def question_of(request: dict[str, Any]) -> str:
     return str(request["messages"][0]["content"]).rsplit("Question:", 1)[-1]
 
 
+def question_part(request: dict[str, Any]) -> str:
+    """The prompt's first message up to its question: the seed's rules and, on a thread with
+    earlier runs, the earlier conversation's block."""
+    return str(request["messages"][0]["content"]).rsplit("Question:", 1)[0]
+
+
 def responder(request: dict[str, Any]) -> str:
     """The demo script for the demo question; a slow tool call; a notes update."""
     question = question_of(request)
@@ -117,6 +124,12 @@ def responder(request: dict[str, Any]) -> str:
         if done == 0:
             return f"Thought: Keep a plan.\nAction: update_notes[{NOTES}]"
         return "Thought: The plan is saved.\nFinal Answer: noted"
+    if "in months" in question:  # a follow-up: answered from the earlier answer, if it is shown
+        earlier = re.findall(r"^Answered: (\d+)$", question_part(request), flags=re.M)
+        if not earlier:
+            return "Thought: I do not know what that refers to.\nFinal Answer: unknown"
+        months = int(earlier[-1]) * 12
+        return f"Thought: The earlier answer, in months.\nFinal Answer: {months} months"
     if "Send " in question:  # the send tool waits for a person's decision
         if done == 0:
             text = question.split("Send ", 1)[1].split(" (", 1)[0]
@@ -244,6 +257,12 @@ def test_agent_chat_ui_chats_with_every_variant(
     assert last == "Thought: I now have enough information.\nFinal Answer: 48", last
     assert not page.get_by_text("Error").count()
     shot(page, f"{variant}-answered")
+
+    # A follow-up on the thread: "that" is the earlier answer, which the model now sees.
+    ask(page, f"And that in months? ({variant})")
+    expect(page.get_by_text("Final Answer: 576 months")).to_be_visible()
+    assert ai_texts(page)[-1].endswith("Final Answer: 576 months"), ai_texts(page)[-1]
+    shot(page, f"{variant}-follow-up")
 
     # A second question whose tool is slow: the Thought and the Action stay while it runs.
     ask(page, f"Use the slow tool ({variant})")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reactgraph import VARIANTS
-from tests.fakes import SEED, FakeOpenAIServer, seed_responder
+from tests.fakes import SEED, FakeOpenAIServer, seed_call_responder, seed_responder
 from tests.langgraph_dev import CHAT_GRAPHS, LANGGRAPH, langgraph_dev
 from tests.test_studio import chat_turns
 
@@ -228,3 +228,52 @@ def test_a_thread_reads_after_the_periodic_full_copy(
     parent = first_seen_parent(history, values["messages"][-1]["id"])
     client.runs.wait(thread, "snapshots", input=None, checkpoint=parent, context=ctx)
     assert chat_turns(readable(client, thread)["messages"]) == ONE_RUN * 2
+
+
+@pytest.mark.parametrize("fmt", ["text", "tool_calls"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_follow_up_sees_the_conversation_and_an_edited_one_only_what_came_before(
+    client: Any, openai_server: FakeOpenAIServer, variant: str, fmt: str
+) -> None:
+    """``history_runs``: the follow-up's prompt holds the first question and its answer (not
+    its Observations); editing the follow-up (a fork from before it) sees the same, and
+    editing the first question sees no earlier conversation at all."""
+    ctx = {**context(openai_server), "action_format": fmt}
+    if fmt == "tool_calls":
+        openai_server.responder = seed_call_responder
+    thread = client.threads.create()["thread_id"]
+
+    def ask(text: str, **fork: Any) -> list[dict[str, Any]]:
+        asked = len(openai_server.requests)
+        message = {"type": "human", "content": text}
+        values = client.runs.wait(
+            thread, variant, input={"messages": [message]}, context=ctx, **fork
+        )
+        assert values["answer"] == "48" and values["status"] == "answered", values
+        return openai_server.requests[asked]["messages"]  # the run's first prompt
+
+    def said(sent: list[dict[str, Any]]) -> str:
+        return "\n".join(str(m.get("content") or "") for m in sent)
+
+    first = ask(QUESTION)
+    assert "Earlier in this conversation" not in said(first)
+    follow_up = ask("And in months?")
+    block = f"Asked: {QUESTION}\nAnswered: 48\n\nQuestion: And in months?"
+    assert block in said(follow_up)
+    assert not [m for m in follow_up if m["role"] in ("tool", "assistant")]
+    # Nothing else of the first run: without its block, the prompt is the first one's.
+    head, _, tail = said(follow_up).partition("Earlier in this conversation")
+    alone = head + tail.split("Answered: 48\n\n", 1)[1]
+    assert alone == said(first).replace(QUESTION, "And in months?")
+    messages = readable(client, thread)["messages"]
+    assert [m["content"] for m in messages if m["type"] == "human"] == [QUESTION, "And in months?"]
+    # Edit the follow-up: a fork from before it sees the first exchange, not the follow-up.
+    history = client.threads.get_history(thread, limit=100)
+    second = [m for m in messages if m["type"] == "human"][1]
+    edited = ask("And in days?", checkpoint=first_seen_parent(history, second["id"]))
+    assert f"Asked: {QUESTION}\nAnswered: 48\n\nQuestion: And in days?" in said(edited)
+    assert "in months" not in said(edited)
+    # Edit the first question: nothing came before it.
+    history = client.threads.get_history(thread, limit=100)
+    parent = first_seen_parent(history, messages[0]["id"])
+    assert "Earlier in this conversation" not in said(ask("Edited?", checkpoint=parent))

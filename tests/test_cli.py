@@ -128,8 +128,12 @@ def test_ask_then_threads_show_and_resume(openai_server: FakeOpenAIServer, tmp_p
     assert "Final Answer: 48" in show.stdout and "4 turns" in show.stdout
     resume = run_main("resume", "t1", "--db", db, env={"OPENAI_BASE_URL": openai_server.url})
     assert resume.returncode == 0 and "already finished" in resume.stdout
+    # A new question on the finished thread goes on with its conversation (history_runs).
     again = run_main("ask", "q", "--base-url", openai_server.url, "--db", db, "--thread", "t1")
-    one_line_error(again, "already exists")
+    assert again.returncode == 0, again.stderr
+    assert "Answer: 48" in again.stdout
+    opening = openai_server.requests[-1]["messages"][0]["content"]
+    assert "Asked: How many years apart?\nAnswered: 48\n\nQuestion: q" in opening
 
 
 @pytest.mark.kills

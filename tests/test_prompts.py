@@ -44,6 +44,10 @@ FIELDS = {
     "action": "search[Eiffel Tower]",
     "reason": "not that one",
     "input": "x",
+    "earlier": "Asked: Where is it?\nAnswered: Paris.",
+    "runs": "Asked: Where is it?\nAnswered: Paris.",
+    "answer": "Paris.",
+    "status": "the run did not finish",
 }
 TEMPLATES = {
     name: value

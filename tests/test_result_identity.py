@@ -28,6 +28,8 @@ def test_the_config_holds_what_changes_answers_and_nothing_else(tmp_path: Path) 
     for faults_only in ("model_retries", "retry_backoff_s", "notes_dir"):
         assert faults_only not in config["settings"]
     assert "window_turns" not in recipe.config("transcript")["settings"]
+    # A batch's or an eval's question runs alone on its thread: history_runs cannot change it.
+    assert "history_runs" not in config["settings"]
     assert config["tools"] == {"bundled": True, "mcp": None, "own": []}
 
 

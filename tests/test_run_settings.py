@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import build_graph
 from reactgraph.nodes.providers import ModelCallError
@@ -65,6 +66,9 @@ class Probe:
     replies: Callable[[], list[Any]] = lambda: [responder] * 200
     server: bool = False
     """Whether the run's context sends the model calls to the test server (``base_url``)."""
+    earlier: str | None = None
+    """A question asked first on the same thread (with the built settings), before the one
+    observed."""
 
 
 def obs(result: dict[str, Any]) -> list[str | None]:
@@ -145,6 +149,13 @@ PROBES: dict[str, Probe] = {
         {"context_window": 800},
         lambda r: (r["status"], len(r.get("compactions") or [])),
     ),
+    # The first question on the thread, in the second's prompt, or not.
+    "history_runs": Probe(
+        {},
+        {"history_runs": 0},
+        lambda r: "Asked: First?" in r["_model"].prompts[-1],
+        earlier="First?",
+    ),
 }
 
 CASES = [
@@ -166,6 +177,8 @@ def outcome(
         objects["token_counter"] = counter
         built.setdefault("context_window", 100_000)
     tools = [ToolLog().echo(), nap, big]
+    if probe.earlier is not None:
+        objects["checkpointer"] = InMemorySaver()
     graph = build_graph(variant, model=model, tools=tools, **objects, **built)
     server = request.getfixturevalue("openai_server")
     server.responder = lambda body: answer("from the server")
@@ -175,7 +188,11 @@ def outcome(
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.providers"):
         try:
-            result = dict(run(graph, {"question": "Q?"}, context=context or None))
+            config = None
+            if probe.earlier is not None:
+                config = {"configurable": {"thread_id": "probe"}}
+                run(graph, {"question": probe.earlier}, config)
+            result = dict(run(graph, {"question": "Q?"}, config, context=context or None))
         except ModelCallError as error:
             result = {"_error": type(error).__name__}
     return {**result, "_model": model, "_server": server, "_log": caplog.text}

@@ -49,18 +49,33 @@ def cmd_ask(args: argparse.Namespace) -> int:
     with open_db(args.db) as (saver, store), held(args.db, thread) as lease:
         # Checked under the lock: a second `ask` on this thread can no longer pass the check
         # while the first is still starting, then overwrite its record.
-        if RunRecord.exists(store, thread):  # a damaged record is a thread there too
-            raise UsageError(
-                f"thread {thread} already exists in {args.db}; "
-                f"`reactgraph resume {thread}` or pick another --thread"
-            )
+        earlier = RunRecord.exists(store, thread)  # a damaged record is a thread there too
+        if earlier:
+            follow_up(store, thread, args)
         graph = build_for(record, model, lease_saver(saver, lease), store)
+        if earlier and read_thread(graph, thread)[0] != "finished":
+            raise UsageError(
+                f"thread {thread} has a run that has not finished; "
+                f"`reactgraph resume {thread}` finishes it, then ask again"
+            )
         updates = start(graph, {"question": args.question}, thread)
         record.save(store)
         # From here a stop leaves a thread that `resume` finishes (before, Ctrl-C waits).
         interrupts.stoppable(saved_hint(thread, args.db))
         out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
         return stream_run(graph, updates, record, args.db, lease)
+
+
+def follow_up(store: Any, thread: str, args: argparse.Namespace) -> None:
+    """Check that a new question may go on the thread's conversation: the thread's record is
+    readable and of the variant asked for (the run then sees the earlier runs, ``history_runs``;
+    a run not yet finished is checked once the graph can read the thread)."""
+    previous = load_record(store, thread, args.db)
+    if previous.variant != args.variant:
+        raise UsageError(
+            f"thread {thread} runs the {previous.variant} variant; ask on it with "
+            f"--variant {previous.variant}, or pick another --thread"
+        )
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
