@@ -21,7 +21,7 @@ from reactgraph.nodes.providers import ModelCallError
 from reactgraph.nodes.run_settings import CompactionSettings, narrowed, uses_tool_calls
 from reactgraph.nodes.state import CompactionRecord, ModelReply, State, Turn
 from reactgraph.nodes.tool_runs import truncate
-from reactgraph.nodes.transcript import render_prompt, visible_turns
+from reactgraph.nodes.transcript import instructions_block, render_prompt, visible_turns
 
 logger = logging.getLogger(__name__)
 
@@ -127,10 +127,16 @@ def counted_prompt(state: State, deps: Deps) -> list[BaseMessage]:
 
 
 def summary_request(
-    question: str, previous: str | None, dropped: list[Turn], kept: list[Turn]
+    question: str,
+    previous: str | None,
+    dropped: list[Turn],
+    kept: list[Turn],
+    instructions: str = "",
 ) -> str:
-    """The summarizer's prompt: the whole dropped part, the kept turns marked as context."""
+    """The summarizer's prompt: the whole dropped part, the kept turns marked as context, and
+    the application's instructions' block (``instructions_block``) when the run has one."""
     return prompts.SUMMARY_REQUEST.format(
+        instructions=prompts.SUMMARY_INSTRUCTIONS.format(block=instructions) if instructions else "",
         question=question,
         previous=prompts.SUMMARY_PREVIOUS.format(summary=previous) if previous else "",
         dropped=_as_text(dropped),
@@ -188,7 +194,9 @@ def _plan(state: State, deps: Deps) -> _Plan | dict[str, Any]:
             "context exhausted: %d tokens with only %d turn(s) in view", before, len(window)
         )
         return {"status": "context_exhausted"}
-    request = summary_request(state["question"], state.get("summary"), dropped, kept)
+    request = summary_request(
+        state["question"], state.get("summary"), dropped, kept, instructions_block(settings)
+    )
     return _Plan(before=before, limit=limit, window=window, kept=kept, request=request)
 
 

@@ -22,6 +22,7 @@ from reactgraph.nodes.run_settings import (
     uses_tool_calls,
 )
 from reactgraph.nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
+from reactgraph.nodes.typed_answer import answer_kind, schema_text
 from reactgraph.nodes.view import View
 
 logger = logging.getLogger(__name__)
@@ -86,20 +87,59 @@ def turn_messages(turn: Turn) -> tuple[BaseMessage, ...]:
     return _call_turn_messages(turn["text"], turn["observation"], json.dumps(calls), edited)
 
 
+# The seed's prompt ends with its question line; the run's own blocks go just before it.
+_SEED_RULES = prompts.REACT_PROMPT.removesuffix(prompts.TOOL_CALLS_QUESTION)
+
+
 @functools.lru_cache(maxsize=256)
-def _opening(tool_descriptions: str, question: str, notes_limit: int | None) -> HumanMessage:
+def _opening(
+    tool_descriptions: str, question: str, notes_limit: int | None, blocks: str = ""
+) -> HumanMessage:
     described = tool_descriptions.replace(prompts.NOTES_LIMIT, str(notes_limit))
-    return HumanMessage(prompts.REACT_PROMPT.format(tool_descriptions=described, question=question))
+    if not blocks:
+        text = prompts.REACT_PROMPT.format(tool_descriptions=described, question=question)
+        return HumanMessage(text)
+    rules = _SEED_RULES.format(tool_descriptions=described)
+    return HumanMessage(
+        f"{rules}{blocks}\n\n{prompts.TOOL_CALLS_QUESTION.format(question=question)}"
+    )
 
 
 @functools.lru_cache(maxsize=256)
-def _tool_opening(question: str) -> tuple[BaseMessage, ...]:
-    """The ``tool_calls`` format's opening: the loop's rules, then the question (the tools come
-    as bound schemas)."""
+def _tool_opening(question: str, blocks: str = "") -> tuple[BaseMessage, ...]:
+    """The ``tool_calls`` format's opening: the loop's rules (and the run's own blocks), then
+    the question (the tools come as bound schemas)."""
+    rules = f"{prompts.TOOL_CALLS_PROMPT}\n\n{blocks}" if blocks else prompts.TOOL_CALLS_PROMPT
     return (
-        SystemMessage(prompts.TOOL_CALLS_PROMPT),
+        SystemMessage(rules),
         HumanMessage(prompts.TOOL_CALLS_QUESTION.format(question=question)),
     )
+
+
+def instructions_block(settings: RunSettings) -> str:
+    """The application's instructions as their block (``instructions``), or ""."""
+    text = settings.instructions
+    return prompts.INSTRUCTIONS_BLOCK.format(instructions=text.strip()) if text else ""
+
+
+@functools.lru_cache(maxsize=64)
+def _answer_format(schema: str, native: bool) -> str:
+    loaded = json.loads(schema)
+    template = prompts.ANSWER_FORMAT_TOOLS if native else prompts.ANSWER_FORMAT
+    return template.format(kind=answer_kind(loaded), schema=schema_text(loaded))
+
+
+def run_blocks(settings: RunSettings) -> str:
+    """What a run adds to the loop's rules, before the question: the answer format of an
+    answer schema, then the application's instructions; "" when it adds nothing."""
+    blocks = []
+    if settings.answer_schema is not None:
+        key = json.dumps(settings.answer_schema, ensure_ascii=False)
+        blocks.append(_answer_format(key, uses_tool_calls(settings)))
+    instructions = instructions_block(settings)
+    if instructions:
+        blocks.append(instructions)
+    return "\n\n".join(blocks)
 
 
 @functools.lru_cache(maxsize=256)
@@ -131,14 +171,16 @@ def visible_turns(state: State, view: View, settings: RunSettings) -> list[Turn]
 def render_prompt(
     state: State, view: View, tool_descriptions: str, settings: RunSettings
 ) -> list[BaseMessage]:
-    """The messages for the next model call: the filled ReAct prompt, the notes when the view
+    """The messages for the next model call: the filled ReAct prompt (with the run's answer
+    format and instructions before its question: ``run_blocks``), the notes when the view
     has them, the summary when the run was compacted, then the visible turns."""
     native = uses_tool_calls(settings)
     notes_chars = notes_limit(settings)
+    blocks = run_blocks(settings)
     messages: list[BaseMessage] = (
-        list(_tool_opening(state["question"]))
+        list(_tool_opening(state["question"], blocks))
         if native
-        else [_opening(tool_descriptions, state["question"], notes_chars)]
+        else [_opening(tool_descriptions, state["question"], notes_chars, blocks)]
     )
     if view.notes:
         notes = state.get("notes") or ""
