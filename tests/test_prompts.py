@@ -44,6 +44,9 @@ FIELDS = {
     "action": "search[Eiffel Tower]",
     "reason": "not that one",
     "input": "x",
+    "instructions": "Answer in French.",
+    "block": "Instructions: be brief.",
+    "problems": "at $.years: not an integer",
 }
 TEMPLATES = {
     name: value
