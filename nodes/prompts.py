@@ -262,6 +262,10 @@ TYPED_ANSWER_TOO_LONG = (
     "Your Final Answer is {length} characters, over the limit of {limit}. Write it again as one "
     "short JSON {kind} that matches the answer's JSON schema."
 )
+TYPED_ANSWER_TOO_BIG = (
+    "Your Final Answer is too large to check: {problem}. Write it again as one short JSON {kind} "
+    "that matches the answer's JSON schema."
+)
 TYPED_ANSWER_UNCHECKED = (
     "Your Final Answer could not be checked against the answer's JSON schema ({problem}). "
     "Write it again as one JSON value that matches the schema."

@@ -170,10 +170,10 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
     if not unique or not validator.is_type(instance, "array"):
         return
     seen: set[str] = set()
-    for item in instance:
+    for index, item in enumerate(instance):
         key = json.dumps(_canonical(item), sort_keys=True)
         if key in seen:
-            yield ValidationError(f"{_short(repr(instance))} has non-unique elements")
+            yield ValidationError(f"has non-unique elements: item {index} repeats an earlier one")
             return
         seen.add(key)
 
@@ -290,12 +290,14 @@ def read_typed(text: str | None, schema: Mapping[str, Any]) -> Typed | Rejected:
         return Rejected(prompts.TYPED_ANSWER_UNCHECKED.format(problem=_short(str(error))))
     try:
         value, _ = _extract(text)
+    except _Unreadable as error:
+        if not (_accepts_string(schema) and text.strip()):
+            return Rejected(prompts.TYPED_ANSWER_NOT_JSON.format(problem=error, kind=kind))
+        value = text.strip()
+    try:
         _bounded(value)
     except _Unreadable as error:
-        if _accepts_string(schema) and text.strip():
-            value = text.strip()
-        else:
-            return Rejected(prompts.TYPED_ANSWER_NOT_JSON.format(problem=error, kind=kind))
+        return Rejected(prompts.TYPED_ANSWER_TOO_BIG.format(problem=error, kind=kind))
     try:
         problems = list(itertools.islice(validator.iter_errors(value), MAX_PROBLEMS + 1))
     except Exception as error:  # a schema feature that failed on this value: say so, go on
