@@ -136,7 +136,9 @@ def summary_request(
     """The summarizer's prompt: the whole dropped part, the kept turns marked as context, and
     the application's instructions' block (``instructions_block``) when the run has one."""
     return prompts.SUMMARY_REQUEST.format(
-        instructions=prompts.SUMMARY_INSTRUCTIONS.format(block=instructions) if instructions else "",
+        instructions=(
+            prompts.SUMMARY_INSTRUCTIONS.format(block=instructions) if instructions else ""
+        ),
         question=question,
         previous=prompts.SUMMARY_PREVIOUS.format(summary=previous) if previous else "",
         dropped=_as_text(dropped),

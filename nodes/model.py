@@ -237,7 +237,7 @@ def force_answer(
         else:
             answer = found.text
             update["structured_answer"] = found.value
-            parsed = {**parsed, "structured_answer": found.value}  # type: ignore[typeddict-item]
+            parsed = {**parsed, "structured_answer": found.value}
     turn = new_turn(state, "forced", reply=reply, parsed=parsed)
     logger.info("turn cap reached; forced answer: %r", answer)
     return {

@@ -143,7 +143,7 @@ class RunSettings:
         metavar="TEXT|@FILE",
         at_file=True,
     )
-    answer_schema: dict[str, Any] | None = knob(
+    answer_schema: dict[str, Any] | None = knob(  # noqa: RUF009 (knob is a dataclasses.field)
         None,
         "A JSON schema the answer must match: the Final Answer is asked for as one JSON object, "
         "checked (a mismatch gets a corrective Observation), and kept as structured_answer. "

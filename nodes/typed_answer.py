@@ -103,7 +103,9 @@ def check_schema(value: Any) -> dict[str, Any]:
     whose references are all its own (``#...``); TypeError for what is not a JSON object,
     ValueError for what is no schema. A copy, in plain JSON values."""
     if not isinstance(value, Mapping):
-        raise TypeError(f"answer_schema must be a JSON schema (an object), got {type(value).__name__}")
+        raise TypeError(
+            f"answer_schema must be a JSON schema (an object), got {type(value).__name__}"
+        )
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as error:
@@ -128,7 +130,9 @@ def check_schema(value: Any) -> dict[str, Any]:
     validator = _validator(text)
     for ref in _refs(schema):
         if not ref.startswith("#"):
-            raise ValueError(f"answer_schema may refer only to its own parts ('#/...'), not {ref!r}")
+            raise ValueError(
+                f"answer_schema may refer only to its own parts ('#/...'), not {ref!r}"
+            )
         try:
             validator._resolver.lookup(ref)
         except Unresolvable:
@@ -239,7 +243,8 @@ def _decode_at(text: str, start: int) -> tuple[Any, int]:
     except (ValueError, RecursionError) as error:  # JSONDecodeError, a huge int, deep nesting
         if isinstance(error, _Unreadable):
             raise
-        raise _Unreadable(str(error).split(":")[0] if isinstance(error, ValueError) else "too deep")
+        problem = str(error).split(":")[0] if isinstance(error, ValueError) else "too deep"
+        raise _Unreadable(problem) from None
 
 
 def _extract(text: str) -> tuple[Any, str]:
@@ -280,9 +285,8 @@ def read_typed(text: str | None, schema: Mapping[str, Any]) -> Typed | Rejected:
     kind = answer_kind(schema)
     text = text or ""
     if len(text) > MAX_ANSWER_CHARS:
-        return Rejected(
-            prompts.TYPED_ANSWER_TOO_LONG.format(length=len(text), limit=MAX_ANSWER_CHARS, kind=kind)
-        )
+        too_long = prompts.TYPED_ANSWER_TOO_LONG
+        return Rejected(too_long.format(length=len(text), limit=MAX_ANSWER_CHARS, kind=kind))
     try:
         schema_key = json.dumps(schema, ensure_ascii=False, allow_nan=False)
         validator = _validator(schema_key)

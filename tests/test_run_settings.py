@@ -147,9 +147,9 @@ PROBES: dict[str, Probe] = {
     ),
     # The application's instructions, in the prompt's block of their own.
     "instructions": Probe(
-        {}, {"instructions": "Prefer the echo tool."}, lambda r: r["_model"].prompts[0].count(
-            "Prefer the echo tool."
-        )
+        {},
+        {"instructions": "Prefer the echo tool."},
+        lambda r: r["_model"].prompts[0].count("Prefer the echo tool."),
     ),
     # A typed answer: the same reply read as the JSON value that matches the schema.
     "answer_schema": Probe(

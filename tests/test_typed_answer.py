@@ -121,7 +121,13 @@ def test_reading_never_raises(text: str) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(), lambda c: st.lists(c) | st.dictionaries(st.text(), c), max_leaves=30))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+        max_leaves=30,
+    )
+)
 def test_any_json_value_is_read_back_as_itself(value: object) -> None:
     found = read_typed(json.dumps(value), {})
     assert found == Typed(value, json.dumps(value, ensure_ascii=False))

@@ -91,7 +91,9 @@ def final(action_format: str, text: str) -> Any:
 
 
 @pytest.mark.parametrize(("variant", "action_format"), MATRIX)
-@pytest.mark.parametrize("kind", [Years, YearsDict, YEARS_SCHEMA], ids=["pydantic", "typeddict", "schema"])
+@pytest.mark.parametrize(
+    "kind", [Years, YearsDict, YEARS_SCHEMA], ids=["pydantic", "typeddict", "schema"]
+)
 def test_an_invalid_answer_is_corrected_and_the_valid_one_is_the_structured_answer(
     variant: str, action_format: str, kind: Any, run: Runner
 ) -> None:
