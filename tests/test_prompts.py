@@ -75,6 +75,8 @@ def test_react_prompt_is_the_seed_prompt() -> None:
         "Action: tool_name[input]\nObservation: (written by the system, never by you)" in rendered
     )
     assert rendered.endswith("Question: Q")
+    # A run's own blocks (answer format, instructions) go right before this question line.
+    assert prompts.REACT_PROMPT.endswith("\n\n" + prompts.TOOL_CALLS_QUESTION)
 
 
 def test_bad_action_asks_for_the_bracket_form() -> None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -332,3 +334,13 @@ def test_instructions_are_bounded_and_checked() -> None:
     build_graph("transcript", model=model, tools=[], instructions="y" * MAX_INSTRUCTIONS_CHARS)
     assert model.calls == []
     assert str(MAX_INSTRUCTIONS_CHARS) in REGISTRY["transcript"].setting("instructions").description  # type: ignore[union-attr]
+
+
+def test_the_docs_examples_run_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "typed-answers.md").read_text("utf-8")
+    examples = re.findall(r"^```python\n(.*?)^```$", page, re.S | re.M)
+    assert len(examples) == 2
+    for example in examples:
+        exec(compile(example, "docs/typed-answers.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "48 ans" in printed and "{'years': 48, 'first': 'Eiffel Tower'}" in printed
