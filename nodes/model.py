@@ -142,8 +142,8 @@ def typed(parsed: ParsedReply, text: str, settings: RunSettings) -> ParsedReply:
         found = read_typed(parsed["answer"], schema)
     elif parsed["kind"] == "invalid" and parsed["error"] and _unlabelled(parsed, text):
         found = read_typed(text, schema)
-        if isinstance(found, Rejected):
-            return parsed  # not an answer: the format's own correction
+        if isinstance(found, Rejected) or isinstance(found.value, str):
+            return parsed  # not a JSON answer (prose is no answer here): the format's correction
     else:
         return parsed
     if isinstance(found, Rejected):

@@ -187,10 +187,12 @@ def test_a_text_reply_that_is_only_json_is_the_answer(run: Runner) -> None:
     assert out["status"] == "answered" and out["structured_answer"]["years"] == 48
 
 
-def test_a_string_schema_takes_the_plain_answer(run: Runner) -> None:
-    graph, _, _ = make("transcript", "text", [answer("Paris")])
+def test_a_string_schema_takes_the_plain_answer_but_not_unlabelled_prose(run: Runner) -> None:
+    graph, _, _ = make("transcript", "text", ["I should look it up.", answer("Paris")])
     out = run(graph, {"question": "Q?"}, context={"answer_schema": {"type": "string"}})
     assert out["structured_answer"] == "Paris" and out["answer"] == '"Paris"'
+    assert out["turns"][0]["kind"] == "invalid"
+    assert out["turns"][0]["observation"].startswith("Invalid format: no Action")
 
 
 def test_a_typed_answer_is_checkpointed_resumed_and_reset_by_the_next_run(run: Runner) -> None:
