@@ -71,7 +71,16 @@ def schema_of(response_format: Any) -> dict[str, Any]:
             if issubclass(response_format, BaseModel):
                 return response_format.model_json_schema()
             if is_typeddict(response_format) or dataclasses.is_dataclass(response_format):
-                return TypeAdapter(response_format).json_schema()
+                try:
+                    return TypeAdapter(response_format).json_schema()
+                except Exception:
+                    if not is_typeddict(response_format):
+                        raise
+                    # typing.TypedDict before Python 3.12, which pydantic refuses: LangChain's
+                    # own conversion reads it.
+                    from langchain_core.utils.function_calling import convert_to_json_schema
+
+                    return convert_to_json_schema(response_format)
         except Exception as error:  # pydantic cannot describe one of its fields
             raise TypeError(
                 f"response_format {response_format.__name__} has no JSON schema: {error}"

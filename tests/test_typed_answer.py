@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import typing
 
 import pytest
 from hypothesis import given, settings
@@ -152,13 +153,18 @@ class YearsDict(TypedDict):
     first: str
 
 
+class YearsPlainDict(typing.TypedDict):
+    years: int
+    first: str
+
+
 @dataclasses.dataclass
 class YearsData:
     years: int
     first: str
 
 
-@pytest.mark.parametrize("kind", [Years, YearsDict, YearsData])
+@pytest.mark.parametrize("kind", [Years, YearsDict, YearsPlainDict, YearsData])
 def test_a_class_becomes_its_json_schema(kind: type) -> None:
     schema = check_schema(schema_of(kind))
     assert schema["type"] == "object" and set(schema["required"]) == {"years", "first"}
