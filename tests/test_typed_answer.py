@@ -63,8 +63,11 @@ def test_what_failed_validation_is_named() -> None:
     assert isinstance(deep, Rejected) and "at $.items[1]:" in deep.error
 
 
-def test_text_that_is_not_json_gets_a_correction_asking_for_json() -> None:
-    found = read_typed("forty-eight years", YEARS)
+@pytest.mark.parametrize(
+    "text", ["forty-eight years", '{"years": 48, "first": "Eif', '```json\n{"years": 4', ""]
+)
+def test_text_or_truncated_json_gets_a_correction_asking_for_json(text: str) -> None:
+    found = read_typed(text, YEARS)
     assert isinstance(found, Rejected)
     assert found.error.startswith("Your Final Answer is not JSON")
     assert "one JSON object" in found.error
