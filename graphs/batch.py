@@ -28,6 +28,8 @@ class BatchResult(TypedDict):
     question: str
     thread_id: str
     answer: str | None
+    structured_answer: Any
+    """The answer as the JSON value that matched the run's answer schema; None without one."""
     status: str | None
     turns: int
     prompt_tokens: int
@@ -53,6 +55,7 @@ def result_of(
         question=question,
         thread_id=thread_id,
         answer=(out or {}).get("answer"),
+        structured_answer=(out or {}).get("structured_answer"),
         status=status,
         turns=len(turns),
         prompt_tokens=sum(t["prompt_tokens"] for t in turns),

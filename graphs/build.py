@@ -19,6 +19,7 @@ from reactgraph.nodes import approval
 from reactgraph.nodes.compaction import context_window_of
 from reactgraph.nodes.delta import bound_replay
 from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
+from reactgraph.nodes.typed_answer import schema_of
 from reactgraph.settings import at_least, check_all, context_schema, names
 from reactgraph.variants import variant as find_variant
 
@@ -38,6 +39,7 @@ def build_graph(
     token_counter: TokenCounterFn | None = None,
     summarizer: BaseChatModel | None = None,
     approve_floor: Sequence[str] | str | None = None,
+    response_format: Any = None,
     **settings: Any,
 ) -> ReactGraph:
     """Build and compile one variant of the ReAct loop.
@@ -47,15 +49,22 @@ def build_graph(
     of another variant, or a bad value, raises ``ValueError``/``TypeError``. ``store`` keeps the
     notes of the notes variants in a LangGraph store instead of files; ``token_counter`` and
     ``summarizer`` serve the compaction variants (default: tiktoken, and the model itself).
+    ``response_format`` (a pydantic model class, a ``TypedDict``, a dataclass or a JSON schema
+    dict) asks for a typed answer: it sets the ``answer_schema`` setting to its JSON schema.
 
     ``approve_floor`` (tool names, or ``"all"``) is a deployment's approval policy: those tools'
     Actions always wait for a person, whatever a run's context says; the ``approve`` setting
     (built or per run) adds tools to it and never removes one (``docs/approval-policy.md``).
 
     ``graph.invoke({"question": ...}, config)`` (or ``{"messages": [...]}``) returns the state,
-    whose ``answer``, ``status`` and ``turns`` are the result.
+    whose ``answer``, ``status`` and ``turns`` are the result (and ``structured_answer``, the
+    answer as the JSON value that matched the schema, with one).
     """
     spec = find_variant(variant)
+    if response_format is not None:
+        if settings.get("answer_schema") is not None:
+            raise ValueError("give response_format or answer_schema, not both")
+        settings["answer_schema"] = schema_of(response_format)
     bound_replay()
     objects = {"store": store, "token_counter": token_counter, "summarizer": summarizer}
     misplaced = [name for name, value in objects.items() if value is not None]

@@ -8,6 +8,7 @@ graph's context schema (defaults: the built values, so Studio's form shows that 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import types
@@ -56,11 +57,18 @@ class Setting:
     """The value's name in ``--help`` (default: the kind's, ``INT``)."""
     choices: tuple[str, ...] = ()
     """For a ``str`` setting: the only values it takes (``action_format``: text, tool_calls)."""
+    at_file: bool = False
+    """For a ``str`` setting: its flag also takes ``@FILE``, the text of that file."""
+    checker: Callable[[Any], Any] | None = None
+    """The value's own check beyond its kind (``answer_schema``: a JSON schema); it returns the
+    value to keep and raises TypeError/ValueError."""
 
     @property
     def hint(self) -> Any:
         """Its field's type in the context schema (Studio's form lists a ``Literal``'s choices)."""
         kind: Any = tuple[str, ...] if self.kind is tuple else self.kind
+        if self.kind is dict:
+            kind = dict[str, Any]
         if self.choices:
             kind = Literal[self.choices]
         return (kind | None) if self.optional else kind
@@ -103,6 +111,15 @@ class Setting:
                 raise ValueError(
                     f"{self.name} must be one of {', '.join(self.choices)}, got {value!r}"
                 )
+            if self.maximum is not None and len(value) > self.maximum:
+                raise ValueError(
+                    f"{self.name} must be at most {self.maximum:g} characters, got {len(value)}"
+                )
+            return self.checker(value) if self.checker is not None else value
+        elif self.kind is dict:
+            if not isinstance(value, Mapping):
+                raise TypeError(f"{self.name} must be a JSON object, got {type(value).__name__}")
+            return self.checker(value) if self.checker is not None else dict(value)
         elif self.kind is tuple:
             return names(self.name, value)
         if self.minimum is not None and value < self.minimum:
@@ -150,6 +167,8 @@ def _kind(hint: Any) -> tuple[type, bool]:
         return tuple, optional
     if typing.get_origin(hint) is Literal:
         return str, optional
+    if typing.get_origin(hint) is dict:
+        return dict, optional
     return hint, optional
 
 
@@ -243,17 +262,15 @@ def context_schema(
     """
     floors = {name: floor for name, floor in (floors or {}).items() if floor}
     run_settings = [s for s in settings if s.per_run]
-    fields = [
-        (
-            s.name,
-            s.hint,
-            dataclasses.field(
-                default=values[s.name],
-                metadata={"description": _with_floor(s.description, floors.get(s.name))},
-            ),
-        )
-        for s in run_settings
-    ]
+
+    def field(setting: Setting) -> Any:
+        value = values[setting.name]
+        about = {"description": _with_floor(setting.description, floors.get(setting.name))}
+        if isinstance(value, dict):  # a JSON schema: a dataclass takes no mutable default
+            return dataclasses.field(default_factory=lambda: copy.deepcopy(value), metadata=about)
+        return dataclasses.field(default=value, metadata=about)
+
+    fields = [(s.name, s.hint, field(s)) for s in run_settings]
 
     def __init__(self: Any, **given: Any) -> None:
         # None means "not set" (a cleared field in Studio's form): keep the built value.

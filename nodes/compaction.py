@@ -22,7 +22,7 @@ from reactgraph.nodes.providers import ModelCallError
 from reactgraph.nodes.run_settings import CompactionSettings, narrowed, uses_tool_calls
 from reactgraph.nodes.state import CompactionRecord, ModelReply, State, Turn
 from reactgraph.nodes.tool_runs import truncate
-from reactgraph.nodes.transcript import render_prompt, visible_turns
+from reactgraph.nodes.transcript import instructions_block, render_prompt, visible_turns
 
 logger = logging.getLogger(__name__)
 
@@ -128,12 +128,21 @@ def counted_prompt(state: State, deps: Deps) -> list[BaseMessage]:
 
 
 def summary_request(
-    question: str, previous: str | None, dropped: list[Turn], kept: list[Turn], earlier: str = ""
+    question: str,
+    previous: str | None,
+    dropped: list[Turn],
+    kept: list[Turn],
+    earlier: str = "",
+    instructions: str = "",
 ) -> str:
-    """The summarizer's prompt: the earlier conversation on the thread (the first compaction of
-    a run folds it in; later ones find it in the previous summary), the whole dropped part, the
-    kept turns marked as context."""
+    """The summarizer's prompt: the application's instructions' block (``instructions_block``)
+    when the run has one, the earlier conversation on the thread (the first compaction of a run
+    folds it in; later ones find it in the previous summary), the whole dropped part, the kept
+    turns marked as context."""
     return prompts.SUMMARY_REQUEST.format(
+        instructions=(
+            prompts.SUMMARY_INSTRUCTIONS.format(block=instructions) if instructions else ""
+        ),
         question=question,
         earlier=prompts.SUMMARY_EARLIER.format(earlier=earlier) if earlier else "",
         previous=prompts.SUMMARY_PREVIOUS.format(summary=previous) if previous else "",
@@ -194,7 +203,14 @@ def _plan(state: State, deps: Deps) -> _Plan | dict[str, Any]:
             "context exhausted: %d tokens with only %d turn(s) in view", before, len(window)
         )
         return {"status": "context_exhausted"}
-    request = summary_request(state["question"], state.get("summary"), dropped, kept, earlier)
+    request = summary_request(
+        state["question"],
+        state.get("summary"),
+        dropped,
+        kept,
+        earlier,
+        instructions_block(settings),
+    )
     return _Plan(before=before, limit=limit, window=window, kept=kept, request=request)
 
 

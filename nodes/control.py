@@ -67,6 +67,7 @@ def start_run(
         "status": None,
         "summary": None,
         "notes": None,
+        "structured_answer": None,
     }
 
 
@@ -136,6 +137,8 @@ def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, A
     if parsed["kind"] == "answer":
         update["turns"] = [new_turn(state, "answer", reply=reply, parsed=parsed)]
         update.update(answer=parsed["answer"], status="answered")
+        if "structured_answer" in parsed:
+            update["structured_answer"] = parsed["structured_answer"]
     elif repeats(turns, parsed, reply["text"], limit, calls) >= limit or empty_twice(turns, reply):
         logger.warning("stuck: the same reply again: %r", reply["text"][:200])
         update["turns"] = [new_turn(state, "stuck", reply=reply, parsed=parsed)]

@@ -27,6 +27,7 @@ from reactgraph.nodes.streaming import was_cut
 from reactgraph.nodes.tokens import message_text
 from reactgraph.nodes.toolcalls import calls_of, read_tool_calls
 from reactgraph.nodes.transcript import new_turn, render_prompt
+from reactgraph.nodes.typed_answer import Rejected, answer_kind, read_typed
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +107,8 @@ def ask(
 
 def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedReply:
     """The parse of a reply in the run's action format; a reply cut at the cap is never acted
-    on: its reading is a correction asking for one short Action."""
+    on: its reading is a correction asking for one short Action. With an answer schema, an
+    answer is read as its JSON value (``typed``)."""
     native = uses_tool_calls(settings)
     names = deps.action_names
     if native:
@@ -114,7 +116,7 @@ def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedRe
     else:
         parsed = parse_react(reply["text"], names)
     if not reply.get("cut"):
-        return parsed
+        return typed(parsed, reply["text"], settings)
     cap = settings.max_completion_tokens
     limit = prompts.REPLY_CUT_LIMIT.format(tokens=cap) if cap else prompts.REPLY_CUT_SERVER
     template = prompts.REPLY_CUT_TOOLS if native else prompts.REPLY_CUT
@@ -126,6 +128,49 @@ def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedRe
         answer=None,
         error=template.format(limit=limit, valid=", ".join(names)),
     )
+
+
+def typed(parsed: ParsedReply, text: str, settings: RunSettings) -> ParsedReply:
+    """A reading under the run's answer schema (none: as it is). An answer that matches is kept
+    as its JSON value (``structured_answer``) and its JSON text (``answer``); one that does not
+    is an invalid reading whose correction names what failed. A text-format reply with no
+    label at all that is (or holds) a matching JSON value is that answer. Pure; never raises."""
+    schema = settings.answer_schema
+    if schema is None:
+        return parsed
+    if parsed["kind"] == "answer":
+        found = read_typed(parsed["answer"], schema)
+    elif parsed["kind"] == "invalid" and parsed["error"] and _unlabelled(parsed, text):
+        found = read_typed(text, schema)
+        if isinstance(found, Rejected) or isinstance(found.value, str):
+            return parsed  # not a JSON answer (prose is no answer here): the format's correction
+    else:
+        return parsed
+    if isinstance(found, Rejected):
+        return ParsedReply(
+            kind="invalid",
+            thought=parsed["thought"],
+            action=None,
+            action_input=None,
+            answer=None,
+            error=found.error,
+        )
+    return ParsedReply(
+        kind="answer",
+        thought=parsed["thought"],
+        action=None,
+        action_input=None,
+        answer=found.text,
+        error=None,
+        structured_answer=found.value,
+    )
+
+
+def _unlabelled(parsed: ParsedReply, text: str) -> bool:
+    """A text-format reply with neither an Action nor a Final Answer (the model answering with
+    its JSON alone)."""
+    error = parsed["error"] or ""
+    return bool(text.strip()) and error.startswith(prompts.NO_ACTION.split("{valid}")[0])
 
 
 def call_model(
@@ -160,11 +205,19 @@ def force_answer(
     """At the turn cap: one last call that must answer; its answer ends the run. In the
     ``tool_calls`` format the tools stay bound, as providers want for a transcript with tool
     calls in it, and are refused where the binding says how (``tool_choice="none"``); a tool
-    call that comes all the same is the attempted Action, not an answer."""
+    call that comes all the same is the attempted Action, not an answer. With an answer schema
+    the call asks for it too, and an answer that matches it is the run's ``structured_answer``
+    (one that does not stays the run's text ``answer``, with no structured answer)."""
     settings = deps.run_settings(state)
+    schema = settings.answer_schema
+    demand = (
+        prompts.FORCE_ANSWER
+        if schema is None
+        else prompts.FORCE_TYPED_ANSWER.format(kind=answer_kind(schema))
+    )
     messages = [
         *render_prompt(state, deps.view, deps.tool_descriptions, settings),
-        HumanMessage(prompts.FORCE_ANSWER),
+        HumanMessage(demand),
     ]
     caller = deps.caller_for(settings)
     if uses_tool_calls(settings):
@@ -176,6 +229,15 @@ def force_answer(
         reply = yield from ask(deps, caller, messages, config, STOP, state)
         parsed = parse_react(reply["text"], deps.action_names)
         answer = _text_answer(parsed, reply["text"])
+    update: dict[str, Any] = {}
+    if schema is not None and answer is not None:
+        found = read_typed(answer, schema)
+        if isinstance(found, Rejected):
+            logger.warning("the forced answer does not match the answer schema: %s", found.error)
+        else:
+            answer = found.text
+            update["structured_answer"] = found.value
+            parsed = {**parsed, "structured_answer": found.value}
     turn = new_turn(state, "forced", reply=reply, parsed=parsed)
     logger.info("turn cap reached; forced answer: %r", answer)
     return {
@@ -183,5 +245,6 @@ def force_answer(
         "reply": reply,
         "parsed": parsed,
         "answer": answer,
+        **update,
         "status": "turn_limit",
     }

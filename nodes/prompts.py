@@ -73,6 +73,12 @@ STOP_SEQUENCE = "Observation:"
 OBSERVATION = "Observation: {text}"
 
 FORCE_ANSWER = "You must answer now."
+# The forced answer of a run with an answer schema (``answer_schema``): the schema is in the
+# prompt's answer format block.
+FORCE_TYPED_ANSWER = (
+    "You must answer now. Write the Final Answer as one JSON {kind} that matches the answer's "
+    "JSON schema."
+)
 
 TRUNCATION_MARKER = "\n[... {cut} of {total} characters cut ...]"
 
@@ -184,7 +190,7 @@ SUMMARY_REQUEST = """You are compacting the working memory of an agent that answ
 with tools. Its transcript no longer fits its context window. Summarize the earlier part so the \
 agent can go on from your summary alone.
 
-The question (kept verbatim elsewhere, do not restate it): {question}
+{instructions}The question (kept verbatim elsewhere, do not restate it): {question}
 
 {earlier}{previous}The earlier transcript, to summarize:
 {dropped}
@@ -206,6 +212,8 @@ SUMMARY_EARLIER = (
     "question may refer to them, so keep in the summary, under Facts found, whatever it may "
     "need from them):\n{earlier}\n\n"
 )
+# The application's instructions in the summarizer's prompt (``instructions``), else nothing.
+SUMMARY_INSTRUCTIONS = "{block}\n\n"
 SUMMARY_PREVIOUS = "The summary of even earlier work:\n{summary}\n\n"
 SUMMARY_NONE = "(none)"
 TRANSCRIPT_TURN = "{text}\nObservation: {observation}"
@@ -253,3 +261,40 @@ DECIDED = {
     "reject": "refused",
 }
 """A decision in words, for the logs, the console and ``show``."""
+
+# The application's own instructions to its agent (the ``instructions`` setting): one headed
+# block in every prompt of the run, after the loop's rules (and the answer format) and before
+# the question; the summarizer's prompt holds it too.
+INSTRUCTIONS_BLOCK = "Instructions from the application (follow them throughout):\n{instructions}"
+
+# A typed answer (the ``answer_schema`` setting, ``build_graph(response_format=...)``): the
+# answer format block after the loop's rules, and the corrective Observations of an answer that
+# does not match.
+ANSWER_FORMAT = (
+    "Answer format: write the Final Answer as one JSON {kind} that matches this JSON schema, "
+    "with nothing else after 'Final Answer:':\n{schema}"
+)
+ANSWER_FORMAT_TOOLS = (
+    "Answer format: when you can answer, reply without calling a tool, with the Final Answer as "
+    "one JSON {kind} that matches this JSON schema:\n{schema}"
+)
+TYPED_ANSWER_INVALID = (
+    "Your Final Answer does not match the answer's JSON schema: {problems}. Write the Final "
+    "Answer again as one JSON {kind} that matches the schema."
+)
+TYPED_ANSWER_NOT_JSON = (
+    "Your Final Answer is not JSON ({problem}). Write the Final Answer as one JSON {kind} that "
+    "matches the answer's JSON schema, with nothing else after it."
+)
+TYPED_ANSWER_TOO_LONG = (
+    "Your Final Answer is {length} characters, over the limit of {limit}. Write it again as one "
+    "short JSON {kind} that matches the answer's JSON schema."
+)
+TYPED_ANSWER_TOO_BIG = (
+    "Your Final Answer is too large to check: {problem}. Write it again as one short JSON {kind} "
+    "that matches the answer's JSON schema."
+)
+TYPED_ANSWER_UNCHECKED = (
+    "Your Final Answer could not be checked against the answer's JSON schema ({problem}). "
+    "Write it again as one JSON value that matches the schema."
+)

@@ -15,15 +15,19 @@ before a setting existed gets the built value).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
+
+from reactgraph.nodes.typed_answer import check_schema
 
 T = TypeVar("T", bound="RunSettings")
 
 HISTORY_RUNS_MAX = 100
 """The most earlier runs a prompt may carry (``history_runs``), and so the most run records a
 thread's state keeps (``reactgraph.nodes.reducers.kept_runs``)."""
+MAX_INSTRUCTIONS_CHARS = 16_000
+"""The longest ``instructions`` text: it is sent with every model call of the run."""
 
 
 def knob(
@@ -38,13 +42,18 @@ def knob(
     unset: str = "none",
     changes_answers: bool = True,
     metavar: str | None = None,
+    at_file: bool = False,
+    checker: Callable[[Any], Any] | None = None,
 ) -> Any:
     """A setting's field: its default, its description (``--help``, Studio, the README), its
     bounds, and where it may be set (``build``: a ``build_graph`` keyword; ``per_run``: a run's
     context); ``unset`` says in words what a None default means; ``changes_answers``: whether
     an answer made under another value is another result (an eval's or a batch's results are
-    reused only for the same values); ``metavar``: the value's name in ``--help``. Its type is the
-    annotation (``tuple[str, ...]``: a list of names)."""
+    reused only for the same values); ``metavar``: the value's name in ``--help``; ``at_file``:
+    a text whose flag also takes ``@FILE`` (the file's text); ``checker``: the value's own check
+    beyond its type (returns the value to keep; TypeError/ValueError). Its type is the
+    annotation (``tuple[str, ...]``: a list of names; ``dict[str, Any]``: a JSON object, whose
+    flag names a JSON file). For a text, ``maximum`` bounds its length."""
     metadata = {
         "description": description,
         "minimum": minimum,
@@ -55,6 +64,8 @@ def knob(
         "unset": unset,
         "changes_answers": changes_answers,
         "metavar": metavar,
+        "at_file": at_file,
+        "checker": checker,
     }
     return dataclasses.field(default=default, metadata={"setting": metadata})
 
@@ -134,6 +145,24 @@ class RunSettings:
         maximum=HISTORY_RUNS_MAX,
         # A batch's or an eval's question runs alone on a thread of its own: no earlier runs.
         changes_answers=False,
+    )
+    instructions: str | None = knob(
+        None,
+        "The application's instructions to its agent (tone, language, domain rules, which tool "
+        f"to prefer), at most {MAX_INSTRUCTIONS_CHARS} characters: a block of their own in every "
+        "prompt of the run, after the loop's rules and before the question.",
+        maximum=MAX_INSTRUCTIONS_CHARS,
+        metavar="TEXT|@FILE",
+        at_file=True,
+    )
+    answer_schema: dict[str, Any] | None = knob(  # noqa: RUF009 (knob is a dataclasses.field)
+        None,
+        "A JSON schema the answer must match: the Final Answer is asked for as one JSON object, "
+        "checked (a mismatch gets a corrective Observation), and kept as structured_answer. "
+        "build_graph's response_format (a pydantic model, a TypedDict) sets it too.",
+        unset="a text answer",
+        metavar="FILE.json",
+        checker=check_schema,
     )
 
     @classmethod

@@ -78,6 +78,9 @@ class ParsedReply(TypedDict):
     args: NotRequired[dict[str, Any] | None]
     """``tool_calls`` format: that call's arguments as the model sent them (``action_input``
     is their text: the one argument's string, else the JSON object)."""
+    structured_answer: NotRequired[Any]
+    """A run with an answer schema: the answer as the JSON value that matched it (``answer``
+    is then its JSON text)."""
 
 
 class ModelReply(TypedDict):
@@ -247,3 +250,9 @@ class State(TypedDict):
     (``EarlierRun``): what a later run's prompt shows of the conversation (``history_runs``). A
     run's record is written when it starts and when it ends; at most ``HISTORY_RUNS_MAX`` are
     kept, so a long thread's state stays bounded."""
+    structured_answer: NotRequired[Any]
+    """A run with an answer schema (``answer_schema``, ``response_format``): the final answer
+    as the JSON value that matched it (a dict for an object schema), ``answer`` being its JSON
+    text; None while running, without a schema, or when the run ended without a matching
+    answer. Its reducer is the last value, as ``answer``'s (one node writes it per step; a
+    delta channel cannot hold a value of any JSON type)."""

@@ -24,6 +24,7 @@ from reactgraph.nodes.run_settings import (
     uses_tool_calls,
 )
 from reactgraph.nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
+from reactgraph.nodes.typed_answer import answer_kind, schema_text
 from reactgraph.nodes.view import View
 
 logger = logging.getLogger(__name__)
@@ -114,24 +115,62 @@ _RULES = prompts.REACT_PROMPT.removesuffix(prompts.TOOL_CALLS_QUESTION)
 
 @functools.lru_cache(maxsize=256)
 def _opening(
-    tool_descriptions: str, question: str, notes_limit: int | None, earlier: str = ""
+    tool_descriptions: str,
+    question: str,
+    notes_limit: int | None,
+    blocks: str = "",
+    earlier: str = "",
 ) -> HumanMessage:
-    """The text format's opening: the seed's prompt, the earlier conversation's block (when the
-    thread has one) right before its ``Question:`` line."""
+    """The text format's opening: the seed's prompt, with the run's own blocks (``run_blocks``)
+    after its rules and the earlier conversation's block (when the thread has one) right before
+    its ``Question:`` line."""
     described = tool_descriptions.replace(prompts.NOTES_LIMIT, str(notes_limit))
+    if not blocks and not earlier:
+        text = prompts.REACT_PROMPT.format(tool_descriptions=described, question=question)
+        return HumanMessage(text)
     rules = _RULES.format(tool_descriptions=described)
-    return HumanMessage(rules + earlier + prompts.TOOL_CALLS_QUESTION.format(question=question))
+    own = f"{blocks}\n\n" if blocks else ""
+    return HumanMessage(
+        rules + own + earlier + prompts.TOOL_CALLS_QUESTION.format(question=question)
+    )
 
 
 @functools.lru_cache(maxsize=256)
-def _tool_opening(question: str, earlier: str = "") -> tuple[BaseMessage, ...]:
-    """The ``tool_calls`` format's opening: the loop's rules, then the question (the tools come
-    as bound schemas), the earlier conversation's block (when the thread has one) heading the
-    question's message, as in the text format."""
+def _tool_opening(question: str, blocks: str = "", earlier: str = "") -> tuple[BaseMessage, ...]:
+    """The ``tool_calls`` format's opening: the loop's rules (and the run's own blocks), then
+    the question (the tools come as bound schemas), the earlier conversation's block (when the
+    thread has one) heading the question's message, as in the text format."""
+    rules = f"{prompts.TOOL_CALLS_PROMPT}\n\n{blocks}" if blocks else prompts.TOOL_CALLS_PROMPT
     return (
-        SystemMessage(prompts.TOOL_CALLS_PROMPT),
+        SystemMessage(rules),
         HumanMessage(earlier + prompts.TOOL_CALLS_QUESTION.format(question=question)),
     )
+
+
+def instructions_block(settings: RunSettings) -> str:
+    """The application's instructions as their block (``instructions``), or ""."""
+    text = settings.instructions
+    return prompts.INSTRUCTIONS_BLOCK.format(instructions=text.strip()) if text else ""
+
+
+@functools.lru_cache(maxsize=64)
+def _answer_format(schema: str, native: bool) -> str:
+    loaded = json.loads(schema)
+    template = prompts.ANSWER_FORMAT_TOOLS if native else prompts.ANSWER_FORMAT
+    return template.format(kind=answer_kind(loaded), schema=schema_text(loaded))
+
+
+def run_blocks(settings: RunSettings) -> str:
+    """What a run adds to the loop's rules, before the question: the answer format of an
+    answer schema, then the application's instructions; "" when it adds nothing."""
+    blocks = []
+    if settings.answer_schema is not None:
+        key = json.dumps(settings.answer_schema, ensure_ascii=False)
+        blocks.append(_answer_format(key, uses_tool_calls(settings)))
+    instructions = instructions_block(settings)
+    if instructions:
+        blocks.append(instructions)
+    return "\n\n".join(blocks)
 
 
 @functools.lru_cache(maxsize=256)
@@ -163,16 +202,18 @@ def visible_turns(state: State, view: View, settings: RunSettings) -> list[Turn]
 def render_prompt(
     state: State, view: View, tool_descriptions: str, settings: RunSettings
 ) -> list[BaseMessage]:
-    """The messages for the next model call: the filled ReAct prompt (the thread's earlier
-    runs in a block before its question), the notes when the view has them, the summary when
-    the run was compacted, then the visible turns."""
+    """The messages for the next model call: the filled ReAct prompt (the run's answer format
+    and instructions after its rules, ``run_blocks``; the thread's earlier runs in a block before
+    its question), the notes when the view has them, the summary when the run was compacted,
+    then the visible turns."""
     native = uses_tool_calls(settings)
     notes_chars = notes_limit(settings)
+    blocks = run_blocks(settings)
     earlier = earlier_block(state, view, settings)
     messages: list[BaseMessage] = (
-        list(_tool_opening(state["question"], earlier))
+        list(_tool_opening(state["question"], blocks, earlier))
         if native
-        else [_opening(tool_descriptions, state["question"], notes_chars, earlier)]
+        else [_opening(tool_descriptions, state["question"], notes_chars, blocks, earlier)]
     )
     if view.notes:
         notes = state.get("notes") or ""

@@ -48,6 +48,9 @@ FIELDS = {
     "runs": "Asked: Where is it?\nAnswered: Paris.",
     "answer": "Paris.",
     "status": "the run did not finish",
+    "instructions": "Answer in French.",
+    "block": "Instructions: be brief.",
+    "problems": "at $.years: not an integer",
 }
 TEMPLATES = {
     name: value
@@ -76,6 +79,8 @@ def test_react_prompt_is_the_seed_prompt() -> None:
         "Action: tool_name[input]\nObservation: (written by the system, never by you)" in rendered
     )
     assert rendered.endswith("Question: Q")
+    # A run's own blocks (answer format, instructions) go right before this question line.
+    assert prompts.REACT_PROMPT.endswith("\n\n" + prompts.TOOL_CALLS_QUESTION)
 
 
 def test_bad_action_asks_for_the_bracket_form() -> None:

@@ -156,6 +156,19 @@ PROBES: dict[str, Probe] = {
         lambda r: "Asked: First?" in r["_model"].prompts[-1],
         earlier="First?",
     ),
+    # The application's instructions, in the prompt's block of their own.
+    "instructions": Probe(
+        {},
+        {"instructions": "Prefer the echo tool."},
+        lambda r: r["_model"].prompts[0].count("Prefer the echo tool."),
+    ),
+    # A typed answer: the same reply read as the JSON value that matches the schema.
+    "answer_schema": Probe(
+        {},
+        {"answer_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        lambda r: (r.get("structured_answer"), r["answer"]),
+        lambda: [answer('The count: {"n": 3}')],
+    ),
 }
 
 CASES = [

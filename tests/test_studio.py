@@ -85,6 +85,26 @@ def test_studio_serves_every_variant_end_to_end(
     assert (values["answer"], values["status"]) == ("48", "answered"), values
     assert [t["tool_call_id"] for t in values["turns"][:3]] == ["call-a", "call-b", "call-c"]
     assert openai_server.requests[-1]["tools"][0]["function"]["name"] == "search"
+    # The application's instructions and a typed answer, from the run's context (Studio's form).
+    properties = client.assistants.get_schemas(assistants["transcript"]["assistant_id"])[
+        "context_schema"
+    ]["properties"]
+    assert {"instructions", "answer_schema"} <= set(properties)
+    rule = "Answer in French."
+    openai_server.responder = lambda body: (
+        'Final Answer: {"years": 48}' if rule in str(body["messages"]) else "Final Answer: 48"
+    )
+    values = client.runs.wait(
+        client.threads.create()["thread_id"],
+        assistants["transcript"]["assistant_id"],
+        input={"question": "How many years apart?"},
+        context={
+            **context,
+            "instructions": rule,
+            "answer_schema": {"type": "object", "properties": {"years": {"type": "integer"}}},
+        },
+    )
+    assert values["structured_answer"] == {"years": 48} and values["status"] == "answered"
 
 
 def test_langgraph_json_lists_every_variant() -> None:

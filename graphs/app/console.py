@@ -134,14 +134,20 @@ def turns_in(updates: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 def print_result(values: dict[str, Any]) -> None:
-    """The end of a run: answer and status (and the notes or summary, when there are any)."""
+    """The end of a run: answer and status (and the notes or summary, when there are any); a
+    typed answer (``structured_answer``) as its JSON."""
     status = values.get("status") or "interrupted"
     style = STATUS_STYLE.get(status, "white")
     if values.get("notes"):
         console.print(f"\n[bold]Notes[/bold]\n{escape(values['notes'])}")
     if values.get("summary"):
         console.print(f"\n[bold]Latest summary[/bold]\n{escape(values['summary'])}")
-    console.print(f"\n[bold]Answer:[/bold] {escape(str(values.get('answer')))}")
+    structured = values.get("structured_answer")
+    if structured is not None:  # a typed answer: its JSON, on one line
+        shown = json.dumps(structured, ensure_ascii=False)
+        console.print(f"\n[bold]Answer (JSON):[/bold] {escape(shown)}")
+    else:
+        console.print(f"\n[bold]Answer:[/bold] {escape(str(values.get('answer')))}")
     console.print(f"[bold]Status:[/bold] [{style}]{status}[/{style}]")
 
 

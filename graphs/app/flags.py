@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -93,7 +94,16 @@ def _parse(setting: Setting) -> Callable[[str], Any]:
         if setting.optional and text.strip().lower() == "none":
             return NONE  # given as none: no value, unlike a flag not given
         try:
-            value = text if setting.kind is tuple else setting.kind(text)
+            if setting.kind is dict:
+                value = _json_file(text)
+            elif setting.at_file and text.startswith("@"):
+                value = _text_file(text[1:])
+            else:
+                value = text if setting.kind is tuple else setting.kind(text)
+        except OSError as error:
+            raise argparse.ArgumentTypeError(
+                f"cannot read {error.filename or text}: {error.strerror or error}"
+            ) from None
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not {words.get(setting.kind, setting.kind.__name__)}"
@@ -108,6 +118,37 @@ def _parse(setting: Setting) -> Callable[[str], Any]:
 
     parse.__name__ = setting.kind.__name__  # argparse names the type in its messages
     return parse
+
+
+MAX_FILE_BYTES = 1_000_000
+"""The largest file a setting's flag reads (``--answer-schema FILE.json``, ``@FILE``)."""
+
+
+def _read(path: str) -> bytes:
+    """A file's bytes, at most ``MAX_FILE_BYTES``; OSError when it cannot be read."""
+    with open(path, "rb") as stream:
+        data = stream.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise argparse.ArgumentTypeError(f"{path} is over {MAX_FILE_BYTES} bytes")
+    return data
+
+
+def _text_file(path: str) -> str:
+    """``@FILE``: the file's text (UTF-8)."""
+    try:
+        return _read(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise argparse.ArgumentTypeError(f"{path} is not UTF-8 text") from None
+
+
+def _json_file(path: str) -> Any:
+    """A JSON file's value (a setting whose kind is a JSON object)."""
+    try:
+        return json.loads(_read(path).decode("utf-8"))
+    except UnicodeDecodeError:
+        raise argparse.ArgumentTypeError(f"{path} is not UTF-8 text") from None
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise argparse.ArgumentTypeError(f"{path} is not JSON: {error}") from None
 
 
 def shown(setting: Setting) -> str:

@@ -111,6 +111,7 @@ def scored(
         "config": config,
         "question": item.question,
         "answer": result.get("answer"),
+        "structured_answer": result.get("structured_answer"),
         "gold": list(item.gold),
         "em": score.em,
         "f1": score.f1,
