@@ -34,13 +34,16 @@ def knob(
     unset: str = "none",
     changes_answers: bool = True,
     metavar: str | None = None,
+    flag: str | None = None,
 ) -> Any:
     """A setting's field: its default, its description (``--help``, Studio, the README), its
     bounds, and where it may be set (``build``: a ``build_graph`` keyword; ``per_run``: a run's
     context); ``unset`` says in words what a None default means; ``changes_answers``: whether
     an answer made under another value is another result (an eval's or a batch's results are
-    reused only for the same values); ``metavar``: the value's name in ``--help``. Its type is the
-    annotation (``tuple[str, ...]``: a list of names)."""
+    reused only for the same values); ``metavar``: the value's name in ``--help``; ``flag``: the
+    command line's flag when it is not the name's (``--tool-call-limit`` for ``tool_call_limits``,
+    one limit a flag). Its type is the annotation (``tuple[str, ...]``: a list of names;
+    ``tuple[float, float]``: a pair of numbers; ``dict[str, int]``: a number per name)."""
     metadata = {
         "description": description,
         "minimum": minimum,
@@ -51,7 +54,12 @@ def knob(
         "unset": unset,
         "changes_answers": changes_answers,
         "metavar": metavar,
+        "flag": flag,
     }
+    if isinstance(default, dict):  # a mapping's default is made afresh for each value
+        return dataclasses.field(
+            default_factory=lambda: dict(default), metadata={"setting": metadata}
+        )
     return dataclasses.field(default=default, metadata={"setting": metadata})
 
 
@@ -122,21 +130,60 @@ class RunSettings:
         build=False,
         unset="the built model's",
     )
+    # --- Run budgets (``reactgraph.nodes.budgets``): what one run may spend in all. ---
+    max_run_tokens: int | None = knob(
+        None,
+        "Budget of the run's tokens: prompt plus completion tokens of every model call (summaries "
+        "and the forced answer too); once spent, no further model call or tool runs and the run "
+        "ends budget_exhausted. None: no budget.",
+        minimum=1,
+        unset="no budget",
+    )
+    max_run_cost: float | None = knob(
+        None,
+        "Budget of the run's cost, in the currency of token_prices (which it needs); once spent, "
+        "the run ends budget_exhausted. None: no budget.",
+        above=0,
+        unset="no budget",
+    )
+    token_prices: tuple[float, float] | None = knob(
+        None,
+        "Prices of a million prompt (input) and completion (output) tokens, for the run's cost "
+        "(usage's cost, max_run_cost): INPUT,OUTPUT. None: the cost is not counted.",
+        minimum=0,
+        unset="no prices",
+        metavar="INPUT,OUTPUT",
+    )
+    max_run_seconds: float | None = knob(
+        None,
+        "Budget of the run's wall time in seconds, not counting time waiting for a person's "
+        "approval; once spent, the run ends budget_exhausted. None: no budget.",
+        above=0,
+        unset="no budget",
+    )
+    tool_call_limits: dict[str, int] = knob(
+        {},
+        "Most calls a tool may make in a run, per tool (TOOL=N, repeatable): a call past its "
+        "limit does not run, its Observation says so, and other tools still run.",
+        minimum=0,
+        metavar="TOOL=N",
+        flag="--tool-call-limit",
+    )
 
     @classmethod
     def of(cls: type[T], values: Mapping[str, Any]) -> T:
         """The value from a mapping of checked settings; keys of other variants (or of an older
         version) are left out."""
         known = {f.name for f in dataclasses.fields(cls)}
-        # A list of names comes back from a checkpointer as a list.
+        # A list of names (or a pair of prices) comes back from a checkpointer as a list.
         given: dict[str, Any] = {
             k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known
         }
         return cls(**given)
 
     def as_dict(self) -> dict[str, Any]:
-        """The settings as the state stores them: a list of names (``approve``) as a list,
-        what a checkpointer gives back."""
+        """The settings as the state stores them: a list of names (``approve``) or a pair
+        (``token_prices``) as a list, what a checkpointer gives back; a mapping as a dict."""
         return {
             k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
         }
