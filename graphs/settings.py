@@ -195,7 +195,8 @@ class Setting:
             try:
                 checked[key.strip()] = number.check(item)
             except (TypeError, ValueError) as error:
-                raise type(error)(f"{self.name}[{key.strip()!r}]{str(error)[len(self.name) :]}")
+                named = f"{self.name}[{key.strip()!r}]{str(error)[len(self.name) :]}"
+                raise type(error)(named) from None
         return checked
 
 

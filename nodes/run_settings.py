@@ -161,7 +161,7 @@ class RunSettings:
         above=0,
         unset="no budget",
     )
-    tool_call_limits: dict[str, int] = knob(
+    tool_call_limits: dict[str, int] = knob(  # noqa: RUF009 (knob gives a default_factory)
         {},
         "Most calls a tool may make in a run, per tool (TOOL=N, repeatable): a call past its "
         "limit does not run, its Observation says so, and other tools still run.",
