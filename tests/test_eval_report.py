@@ -142,7 +142,7 @@ def test_without_matplotlib_the_markdown_is_still_written(
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     with caplog.at_level(logging.WARNING, logger="reactgraph.app.eval.report"):
         table = write_report([result("v", "q")], tmp_path / "out", model="m")
-    assert "| v | 1 | 100.0 | 100.0 | 1 |" in table
+    assert "| v | 1 | 100.0 | 100.0 | 1,050 | \u2013 | 1 |" in table
     assert (tmp_path / "out" / "summary.md").exists()
     assert not (tmp_path / "out" / "summary.png").exists()
     assert "pip install matplotlib" in caplog.text
