@@ -9,6 +9,10 @@
 ``approve_action`` is reached only for an Action of a tool the run's ``approve`` setting names;
 a response or a refusal completes the turn there, as a tool's Observation would.
 
+Every node's update passes through ``budgets.account`` (the run's spend: tokens, cost, the
+node's wall time, tool calls): a spent run budget sets ``budget_exhausted``, and every router
+after a node ends the run on a status, so no further model call or tool runs.
+
 A node with several possible next nodes returns ``Command(update, goto)``: its router runs in
 the same step, on the state as the node's update leaves it, which spares LangGraph a superstep
 of edge evaluation per node. The destinations are declared, so drawings and Studio still show

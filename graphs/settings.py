@@ -71,7 +71,7 @@ class Setting:
         """Its field's type in the context schema (Studio's form lists a ``Literal``'s choices)."""
         kind: Any = tuple[str, ...] if self.kind is tuple else self.kind
         if self.items:
-            kind = tuple[self.items]  # type: ignore[valid-type]
+            kind = tuple.__class_getitem__(self.items)  # tuple[float, float]
         if self.kind is dict:
             kind = dict[str, self.values or int]  # type: ignore[misc]
         if self.choices:

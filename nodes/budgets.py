@@ -142,7 +142,7 @@ def warnings_due(usage: RunUsage, settings: RunSettings, warned: Collection[str]
 def _added(usage: RunUsage, update: Mapping[str, Any], tools: Collection[str]) -> RunUsage:
     """The spend with what a node's update adds: its model reply's tokens, its summaries',
     its tool calls that ran."""
-    total = RunUsage(**usage)  # type: ignore[typeddict-item]
+    total = RunUsage(**usage)
     total["tool_calls"] = dict(usage["tool_calls"])
     calls = [update["reply"]] if update.get("reply") else []
     compactions = update.get("compactions")
@@ -195,9 +195,9 @@ def account(
         out.update(status=STATUS, budget=record)
         return out
     added = update.get("turns")
-    last = added[-1] if isinstance(added, list) and added else None
-    if last is None or last["observation"] is None:
+    if not isinstance(added, list) or not added or added[-1]["observation"] is None:
         return out
+    last = added[-1]
     warned = list(state.get("budget_warned") or [])
     due = warnings_due(usage, settings, warned)
     if due:

@@ -5,6 +5,7 @@ resume (after an approval, or a kill in another process) goes on counting."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -413,3 +414,12 @@ def test_a_tool_with_its_own_limit_of_nothing_never_runs(run: Runner) -> None:
     assert ran == [] and out["answer"] == "without it"
     assert out["usage"]["tool_calls"] == {}
     assert "Budget:" not in (observations(out)[0] or "")
+
+
+def test_the_budgets_page_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    page = (REPO / "docs" / "budgets.md").read_text("utf-8")
+    code = "\n".join(re.findall(r"```python\n(.*?)```", page, re.S))
+    exec(compile(code, "docs/budgets.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "budget_exhausted" in printed and "'spent': 360" in printed
+    assert "Not run: search may be called at most 2" in printed
