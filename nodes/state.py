@@ -203,7 +203,8 @@ class CompactionRecord(TypedDict):
     summary: str | None
     """The summary, or None when the summarizer failed and older turns were dropped instead."""
     prompt_tokens: int
-    """Tokens of the summarizer's prompt (0 when no summary was asked for)."""
+    """Tokens of the summarizer's prompt (0 when no summary was asked for; both attempts' when
+    the first gave an empty summary)."""
     completion_tokens: int
     """Tokens of the summarizer's reply."""
     token_source: NotRequired[TokenSource]

@@ -423,3 +423,31 @@ def test_the_budgets_page_runs_as_written(capsys: pytest.CaptureFixture[str]) ->
     printed = capsys.readouterr().out
     assert "budget_exhausted" in printed and "'spent': 360" in printed
     assert "Not run: search may be called at most 2" in printed
+
+
+def test_an_empty_summary_tried_again_counts_both_attempts(run: Runner) -> None:
+    summaries = iter(["", "the summary"])
+
+    def replies(messages: list[Any]) -> str | AIMessage:
+        if str(messages[0].content).startswith("You are compacting"):
+            return AIMessage(next(summaries), usage_metadata=_usage(1000, 50))
+        return answer("done") if len(messages) > 6 else action("echo", f"s {len(messages)}")
+
+    model = fake_model(*[replies] * 20, fixed_usage=USAGE)
+    graph = build_graph(
+        "compaction",
+        model=model,
+        tools=[ToolLog().echo()],
+        token_counter=lambda messages: 100 * len(messages),
+        context_window=1000,
+        compaction_threshold=0.7,
+        keep_turns=1,
+    )
+    out = run(graph, {"question": "Q?"})
+    record = out["compactions"][0]
+    assert record["summary"] == "the summary"
+    assert (record["prompt_tokens"], record["completion_tokens"]) == (2000, 100)
+    turns = sum(t["prompt_tokens"] + t["completion_tokens"] for t in out["turns"])
+    assert out["usage"]["total_tokens"] == turns + sum(
+        c["prompt_tokens"] + c["completion_tokens"] for c in out["compactions"]
+    )
