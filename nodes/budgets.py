@@ -24,6 +24,7 @@ from typing import Any
 from reactgraph.nodes import prompts
 from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.state import BudgetRecord, RunUsage
+from reactgraph.nodes.transcript import new_turn
 
 logger = logging.getLogger(__name__)
 
@@ -193,6 +194,11 @@ def account(
             _number(record["limit"]),
         )
         out.update(status=STATUS, budget=record)
+        parsed, reply = update.get("parsed"), state.get("reply")
+        if parsed is not None and reply is not None and "turns" not in update:
+            # Spent while the reply was read: the reply is kept as its turn, nothing it asked
+            # for runs (as when the call itself spent the budget).
+            out["turns"] = [new_turn(state, parsed["kind"], reply=reply, parsed=parsed)]  # type: ignore[arg-type]
         return out
     added = update.get("turns")
     if not isinstance(added, list) or not added or added[-1]["observation"] is None:

@@ -451,3 +451,26 @@ def test_an_empty_summary_tried_again_counts_both_attempts(run: Runner) -> None:
     assert out["usage"]["total_tokens"] == turns + sum(
         c["prompt_tokens"] + c["completion_tokens"] for c in out["compactions"]
     )
+
+
+def test_time_spent_while_a_reply_is_read_keeps_the_reply_and_runs_nothing() -> None:
+    from reactgraph.nodes.budgets import account, fresh_usage
+    from reactgraph.nodes.parsing import parse_react
+
+    reply = {
+        "raw": "Action: echo[x]",
+        "text": "Action: echo[x]",
+        "prompt_tokens": 10,
+        "completion_tokens": 2,
+        "token_source": "usage",
+        "model_latency_s": 0.1,
+        "message_id": None,
+    }
+    settings = RunSettings(max_run_seconds=1.0)
+    state = {"question": "Q?", "turns": [], "reply": reply, "usage": fresh_usage(settings)}
+    parsed = parse_react(reply["text"], ["echo"])
+    out = account(state, {"parsed": parsed}, 1.5, settings, ["echo"])
+    assert out["status"] == "budget_exhausted" and out["budget"]["budget"] == "max_run_seconds"
+    [turn] = out["turns"]
+    assert (turn["kind"], turn["action"], turn["observation"]) == ("action", "echo", None)
+    assert out["usage"]["tool_calls"] == {}
