@@ -121,7 +121,9 @@ class Setting:
                     f"{self.name} must be one of {', '.join(self.choices)}, got {value!r}"
                 )
         elif self.kind is tuple and self.items:
-            return tuple(self.but(kind=t, items=()).check(v) for t, v in self._pair(value))
+            return tuple(
+                self.but(kind=t, items=(), optional=False).check(v) for t, v in self._pair(value)
+            )
         elif self.kind is tuple:
             return names(self.name, value)
         elif self.kind is dict:
@@ -185,7 +187,7 @@ class Setting:
         if len(value) > MAX_NAMES:
             raise ValueError(f"{self.name} takes at most {MAX_NAMES} names")
         checked: dict[str, Any] = {}
-        number = self.but(kind=self.values or int, values=None)
+        number = self.but(kind=self.values or int, values=None, optional=False)
         for key, item in value.items():
             if not isinstance(key, str) or not key.strip() or len(key) > MAX_NAME_CHARS:
                 raise ValueError(

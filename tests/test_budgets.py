@@ -323,6 +323,10 @@ def test_a_pair_and_a_mapping_are_read_in_every_form() -> None:
     assert limits.check("search=5") == limits.check({"search": 5}) == {"search": 5}
     assert limits.check(["search=5", "calculator=1,search=2"]) == {"search": 2, "calculator": 1}
     assert limits.shown() == "none" and prices.shown() == "no prices"
+    with pytest.raises(TypeError):
+        prices.check([None, 1.0])
+    with pytest.raises(TypeError):
+        limits.check({"search": None})
     with pytest.raises(ValueError, match="NAME=N"):
         limits.check("search")
     with pytest.raises(ValueError, match="NAME=N"):
