@@ -141,14 +141,16 @@ def print_result(values: dict[str, Any]) -> None:
         console.print(f"\n[bold]Notes[/bold]\n{escape(values['notes'])}")
     if values.get("summary"):
         console.print(f"\n[bold]Latest summary[/bold]\n{escape(values['summary'])}")
-    console.print(f"\n[bold]Answer:[/bold] {escape(str(values.get('answer')))}")
-    console.print(f"[bold]Status:[/bold] [{style}]{status}[/{style}]")
+    # The run's totals, then how it ended: the last line stays the status.
+    console.print()
     usage = usage_text(values)
     if usage:
         console.print(f"[bold]Usage:[/bold] {escape(usage)}")
     budget = values.get("budget")
     if budget:
         console.print(f"[bold]Budget:[/bold] {escape(budget_text(budget))}")
+    console.print(f"[bold]Answer:[/bold] {escape(str(values.get('answer')))}")
+    console.print(f"[bold]Status:[/bold] [{style}]{status}[/{style}]")
 
 
 def _figure(value: float) -> str:
