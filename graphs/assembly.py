@@ -9,6 +9,10 @@
 ``approve_action`` is reached only for an Action of a tool the run's ``approve`` setting names;
 a response or a refusal completes the turn there, as a tool's Observation would.
 
+Every node's update passes through ``budgets.account`` (the run's spend: tokens, cost, the
+node's wall time, tool calls): a spent run budget sets ``budget_exhausted``, and every router
+after a node ends the run on a status, so no further model call or tool runs.
+
 A node with several possible next nodes returns ``Command(update, goto)``: its router runs in
 the same step, on the state as the node's update leaves it, which spares LangGraph a superstep
 of edge evaluation per node. The destinations are declared, so drawings and Studio still show
@@ -18,6 +22,7 @@ every exit as a conditional edge.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from types import GeneratorType
@@ -29,6 +34,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command
 
 from reactgraph.nodes.approval import approve_action, needs_approval, runs_tool
+from reactgraph.nodes.budgets import account, over_limit
 from reactgraph.nodes.chat import chat_update
 from reactgraph.nodes.control import parse_reply, start_run, stop_run, turn_cap_reached
 from reactgraph.nodes.deps import Deps
@@ -88,7 +94,9 @@ class Node(Runnable[State, Any]):
         """What the node's body is given: the graph's tools, model and settings."""
         return self._deps
 
-    def _done(self, state: State, update: dict[str, Any]) -> Any:
+    def _done(self, state: State, update: dict[str, Any], seconds: float) -> Any:
+        settings = self._deps.run_settings({**state, **update})
+        update = account(state, update, seconds, settings, self._deps.tools)
         chat = chat_update(state, update, self._deps.tools)
         if chat:
             update = {**update, "messages": chat}
@@ -100,20 +108,24 @@ class Node(Runnable[State, Any]):
         return Command(update=update, goto=self._route(after(state, update)))
 
     def invoke(self, input: State, config: RunnableConfig | None = None, **_: Any) -> Any:
+        started = time.perf_counter()  # the node's wall time counts toward max_run_seconds
         result = self._body(input, config or {}, self._deps)
-        return self._done(input, drive(result) if isinstance(result, GeneratorType) else result)
+        update = drive(result) if isinstance(result, GeneratorType) else result
+        return self._done(input, update, time.perf_counter() - started)
 
     async def ainvoke(self, input: State, config: RunnableConfig | None = None, **_: Any) -> Any:
+        started = time.perf_counter()
         result = self._body(input, config or {}, self._deps)
         update = await adrive(result) if isinstance(result, GeneratorType) else result
-        return self._done(input, update)
+        return self._done(input, update, time.perf_counter() - started)
 
 
 # --- The routers: pure functions of the state after the node, returning node names. ---------
 
 
 def route_after_step(after: Mapping[str, Any], next_node: str) -> Literal["__end__"] | str:
-    """After a step that may end the run (compaction's context_exhausted): end, or go on."""
+    """After a step in front of the model call: end when it ended the run (compaction's
+    context_exhausted, a spent run budget), or go on."""
     return END if after.get("status") else next_node
 
 
@@ -128,16 +140,21 @@ def route_after_parse_reply(
     parsed = after["parsed"]
     if parsed["kind"] == "action" and parsed["action"] in actions:
         return str(parsed["action"])
-    if needs_approval(after, tools, deps.run_settings(after)):
-        return "approve_action"
+    settings = deps.run_settings(after)
+    if needs_approval(after, tools, settings) and not over_limit(
+        after, settings, after["parsed"]["action"]
+    ):
+        return "approve_action"  # a call past its tool's limit is refused unasked, in run_tool
     return "run_tool"
 
 
 def route_after_approve_action(
     after: Mapping[str, Any], at_cap: str, loop: str, deps: Deps
-) -> Literal["run_tool", "force_answer", "stop_run"] | str:
+) -> Literal["run_tool", "force_answer", "stop_run", "__end__"] | str:
     """Approved or edited: the tool runs; answered or refused by the person: the turn is
-    complete, as after any other turn."""
+    complete, as after any other turn (a run budget spent: the run ends)."""
+    if after.get("status"):
+        return END
     if runs_tool(after):
         return "run_tool"
     return route_after_turn(after, at_cap, loop, deps)
@@ -145,8 +162,11 @@ def route_after_approve_action(
 
 def route_after_turn(
     after: Mapping[str, Any], at_cap: str, loop: str, deps: Deps
-) -> Literal["force_answer", "stop_run"] | str:
-    """After a completed turn: the cap exit once ``max_turns`` turns are done, else round again."""
+) -> Literal["force_answer", "stop_run", "__end__"] | str:
+    """After a completed turn: the end once a run budget is spent, the cap exit once
+    ``max_turns`` turns are done, else round again."""
+    if after.get("status"):
+        return END
     return at_cap if turn_cap_reached(after, deps.run_settings(after)) else loop
 
 
@@ -173,13 +193,10 @@ def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
 
     builder.add_node("start_run", Node("start_run", start_with_context, deps))
     for step, next_node in zip((*once, *looped), chain[2:], strict=True):
-        if step.can_end:
-            route = partial(route_after_step, next_node=next_node)
-            node = Node(step.name, step.body, deps, route)
-            builder.add_node(step.name, node, destinations=(next_node, END))
-        else:
-            builder.add_node(step.name, Node(step.name, step.body, deps))
-            builder.add_edge(step.name, next_node)
+        # Any step may end the run: its own way (can_end), or by spending a run budget.
+        route = partial(route_after_step, next_node=next_node)
+        node = Node(step.name, step.body, deps, route)
+        builder.add_node(step.name, node, destinations=(next_node, END))
     builder.add_edge(START, "start_run")
     builder.add_edge("start_run", chain[1])
     builder.add_node("call_model", Node("call_model", call_model, deps))
@@ -197,12 +214,12 @@ def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
     builder.add_node(
         "approve_action",
         Node("approve_action", approve_action, deps, approve_route),
-        destinations=("run_tool", loop, variant.at_cap),
+        destinations=("run_tool", loop, variant.at_cap, END),
     )
     turn_route = partial(route_after_turn, at_cap=variant.at_cap, loop=loop, deps=deps)
     for name, body in (("run_tool", run_tool), *((a.name, a.body) for a in variant.actions)):
         node = Node(name, body, deps, turn_route)
-        builder.add_node(name, node, destinations=(loop, variant.at_cap))
+        builder.add_node(name, node, destinations=(loop, variant.at_cap, END))
     builder.add_node(variant.at_cap, Node(variant.at_cap, AT_CAP[variant.at_cap], deps))
     builder.add_edge(variant.at_cap, END)
     return builder

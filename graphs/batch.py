@@ -36,6 +36,14 @@ class BatchResult(TypedDict):
     completion_tokens: int
     seconds: float
     error: str | None
+    total_tokens: int
+    """Prompt plus completion tokens of every model call (summaries and forced answer too)."""
+    cost: float | None
+    """Their cost at the run's ``token_prices``; None without prices."""
+    tool_calls: dict[str, int]
+    """Tool name to the calls of it that ran."""
+    budget: dict[str, Any] | None
+    """Which run budget ended the run (``budget_exhausted``), and what was spent; else None."""
 
 
 def result_of(
@@ -50,6 +58,9 @@ def result_of(
     run stopped for a person's approval (``__interrupt__``) is ``awaiting_approval``."""
     turns = (out or {}).get("turns") or []
     status = (out or {}).get("status") or (AWAITING if (out or {}).get("__interrupt__") else None)
+    usage = (out or {}).get("usage") or {}
+    prompt = usage.get("prompt_tokens", sum(t["prompt_tokens"] for t in turns))
+    completion = usage.get("completion_tokens", sum(t["completion_tokens"] for t in turns))
     return BatchResult(
         index=index,
         question=question,
@@ -58,10 +69,14 @@ def result_of(
         structured_answer=(out or {}).get("structured_answer"),
         status=status,
         turns=len(turns),
-        prompt_tokens=sum(t["prompt_tokens"] for t in turns),
-        completion_tokens=sum(t["completion_tokens"] for t in turns),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
         seconds=round(seconds, 3),
         error=None if error is None else f"{type(error).__name__}: {error}",
+        total_tokens=prompt + completion,
+        cost=usage.get("cost"),
+        tool_calls=dict(usage.get("tool_calls") or {}),
+        budget=(out or {}).get("budget") or None,
     )
 
 

@@ -16,6 +16,7 @@ from reactgraph.assembly import assemble
 from reactgraph.graph import ReactGraph, adopt
 from reactgraph.models import chat_model
 from reactgraph.nodes import approval
+from reactgraph.nodes.budgets import check_budgets
 from reactgraph.nodes.compaction import context_window_of
 from reactgraph.nodes.delta import bound_replay
 from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
@@ -100,10 +101,12 @@ def build_graph(
     tools_named = partial(approval.check_names, tools=deps.tools)
 
     def also(run: Mapping[str, Any]) -> None:
-        """What one setting alone cannot tell: a tool to approve the graph lacks; a model that
-        cannot bind tools for ``action_format="tool_calls"``."""
+        """What one setting alone cannot tell: a tool to approve (or limit) the graph lacks; a
+        cost budget without prices; a model that cannot bind tools for
+        ``action_format="tool_calls"``."""
         chosen = spec.settings_type.of(run)
         tools_named(chosen.approve)
+        check_budgets(chosen, deps.tools)
         deps.check_format(chosen)
 
     also(values)

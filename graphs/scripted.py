@@ -85,6 +85,9 @@ class ScriptedChatModel(BaseChatModel):
     replies: Sequence[Any] = Field(default_factory=list)  # each a Reply (not validated)
     honour_stop: bool = False
     report_usage: bool = False
+    fixed_usage: tuple[int, int] | None = None
+    """Usage metadata of the same (prompt, completion) tokens on every reply (a reply that is
+    an ``AIMessage`` with its own ``usage_metadata`` keeps that)."""
     latency_s: float = 0.0
     model_name: str = "scripted"
     calls: list[dict[str, Any]] = Field(default_factory=list)
@@ -131,7 +134,16 @@ class ScriptedChatModel(BaseChatModel):
         message = AIMessage(text, tool_calls=calls, response_metadata={"finish_reason": finish})
         if isinstance(reply, AIMessage) and reply.invalid_tool_calls:
             message.invalid_tool_calls = list(reply.invalid_tool_calls)
-        if self.report_usage:
+        if isinstance(reply, AIMessage) and reply.usage_metadata:
+            message.usage_metadata = reply.usage_metadata  # the reply's own, as scripted
+        elif self.fixed_usage is not None:
+            prompt, completion = self.fixed_usage
+            message.usage_metadata = {
+                "input_tokens": prompt,
+                "output_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+        elif self.report_usage:
             prompt = sum(len(str(m.content)) for m in messages) // 4 + 1
             completion = len(text) // 4 + 1
             message.usage_metadata = {

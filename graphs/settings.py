@@ -33,8 +33,10 @@ class Setting:
 
     name: str
     kind: type
-    """``int``, ``float``, ``str``, or ``tuple`` for a list of names; a float setting also takes
-    an int, a list of names also a string (``"a"``, ``"a, b"``, ``"all"``, ``"none"``)."""
+    """``int``, ``float``, ``str``, ``tuple`` for a list of names (or, with ``items``, a fixed
+    tuple of numbers), or ``dict`` for a number per name; a float setting also takes an int, a
+    list of names also a string (``"a"``, ``"a, b"``, ``"all"``, ``"none"``), a pair also
+    ``"2.5,10"``, a mapping also ``"search=5"`` or a list of such."""
     default: Any
     description: str
     minimum: float | None = None
@@ -62,13 +64,23 @@ class Setting:
     checker: Callable[[Any], Any] | None = None
     """The value's own check beyond its kind (``answer_schema``: a JSON schema); it returns the
     value to keep and raises TypeError/ValueError."""
+    flag: str | None = None
+    """Its command-line flag when not made from its name (``--tool-call-limit``)."""
+    items: tuple[type, ...] = ()
+    """For a fixed tuple (``token_prices``: ``(float, float)``): its items' types; empty for a
+    list of names."""
+    values: type | None = None
+    """For a ``dict`` setting (``tool_call_limits``): its values' type (``Any``: a JSON object,
+    ``answer_schema``)."""
 
     @property
     def hint(self) -> Any:
         """Its field's type in the context schema (Studio's form lists a ``Literal``'s choices)."""
         kind: Any = tuple[str, ...] if self.kind is tuple else self.kind
+        if self.items:
+            kind = tuple.__class_getitem__(self.items)  # tuple[float, float]
         if self.kind is dict:
-            kind = dict[str, Any]
+            kind = dict[str, self.values or int]  # type: ignore[misc]
         if self.choices:
             kind = Literal[self.choices]
         return (kind | None) if self.optional else kind
@@ -77,6 +89,10 @@ class Setting:
         """Its default in words: ``--help`` and the README's table show it."""
         if self.default is None:
             return self.unset
+        if isinstance(self.default, dict):
+            return ", ".join(f"{k}={v}" for k, v in self.default.items()) or NONE
+        if isinstance(self.default, tuple) and self.items:
+            return ",".join(f"{v:g}" for v in self.default)
         if isinstance(self.default, tuple):
             return ", ".join(self.default) or NONE
         return f"{self.default}"
@@ -116,12 +132,18 @@ class Setting:
                     f"{self.name} must be at most {self.maximum:g} characters, got {len(value)}"
                 )
             return self.checker(value) if self.checker is not None else value
-        elif self.kind is dict:
+        elif self.kind is dict and self.values is Any:  # a JSON object (answer_schema)
             if not isinstance(value, Mapping):
                 raise TypeError(f"{self.name} must be a JSON object, got {type(value).__name__}")
             return self.checker(value) if self.checker is not None else dict(value)
+        elif self.kind is tuple and self.items:
+            return tuple(
+                self.but(kind=t, items=(), optional=False).check(v) for t, v in self._pair(value)
+            )
         elif self.kind is tuple:
             return names(self.name, value)
+        elif self.kind is dict:
+            return self._mapping(value)
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{self.name} must be >= {self.minimum:g}, got {value}")
         if self.above is not None and not value > self.above:
@@ -129,6 +151,71 @@ class Setting:
         if self.maximum is not None and value > self.maximum:
             raise ValueError(f"{self.name} must be <= {self.maximum:g}, got {value}")
         return value
+
+    def _pair(self, value: Any) -> list[tuple[type, Any]]:
+        """A fixed tuple's items with their types: given as a list or tuple, or as one string
+        of them separated by commas (``"2.5,10"``)."""
+        items = value.split(",") if isinstance(value, str) else value
+        if isinstance(value, str):
+            try:
+                items = [float(item) for item in items]
+            except ValueError:
+                raise ValueError(
+                    f"{self.name} must be {len(self.items)} numbers separated by a comma, "
+                    f"got {value[:60]!r}"
+                ) from None
+        if not isinstance(items, list | tuple):
+            raise TypeError(
+                f"{self.name} must be a list of {len(self.items)} numbers, got "
+                f"{type(value).__name__}"
+            )
+        if len(items) != len(self.items):
+            raise ValueError(f"{self.name} must be {len(self.items)} numbers, got {len(items)}")
+        return list(zip(self.items, items, strict=True))
+
+    def _mapping(self, value: Any) -> dict[str, Any]:
+        """A number per name: given as a mapping, or as ``"name=N"`` texts (one string, a list
+        of them, or one string of them separated by commas); each name once, the last wins."""
+        if isinstance(value, str | list | tuple):
+            texts = [value] if isinstance(value, str) else list(value)
+            if len(texts) > MAX_NAMES or not all(isinstance(t, str) for t in texts):
+                raise TypeError(
+                    f"{self.name} must be a mapping of names to numbers, or NAME=N texts"
+                )
+            pairs: dict[str, Any] = {}
+            for part in (p.strip() for text in texts for p in text.split(",")[: MAX_NAMES + 1]):
+                if not part:
+                    continue
+                key, equals, number = part.partition("=")
+                try:
+                    pairs[key.strip()] = (self.values or int)(number.strip())
+                except ValueError:
+                    raise ValueError(
+                        f"{self.name} takes NAME=N, got {part[:MAX_NAME_CHARS]!r}"
+                    ) from None
+                if not equals:
+                    raise ValueError(f"{self.name} takes NAME=N, got {part[:MAX_NAME_CHARS]!r}")
+            value = pairs
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                f"{self.name} must be a mapping of names to numbers, got {type(value).__name__}"
+            )
+        if len(value) > MAX_NAMES:
+            raise ValueError(f"{self.name} takes at most {MAX_NAMES} names")
+        checked: dict[str, Any] = {}
+        number = self.but(kind=self.values or int, values=None, optional=False)
+        for key, item in value.items():
+            if not isinstance(key, str) or not key.strip() or len(key) > MAX_NAME_CHARS:
+                raise ValueError(
+                    f"{self.name}: each name must be a non-empty string of at most "
+                    f"{MAX_NAME_CHARS} characters"
+                )
+            try:
+                checked[key.strip()] = number.check(item)
+            except (TypeError, ValueError) as error:
+                named = f"{self.name}[{key.strip()!r}]{str(error)[len(self.name) :]}"
+                raise type(error)(named) from None
+        return checked
 
 
 def names(name: str, value: Any) -> tuple[str, ...]:
@@ -157,19 +244,22 @@ def names(name: str, value: Any) -> tuple[str, ...]:
     return (ALL,) if ALL in found else tuple(found)
 
 
-def _kind(hint: Any) -> tuple[type, bool]:
-    """A field's type as a setting's kind (names: ``tuple``, choices: ``str``); None allowed?"""
+def _kind(hint: Any) -> tuple[type, bool, dict[str, Any]]:
+    """A field's type as a setting's kind (names and pairs: ``tuple``, choices: ``str``, a
+    number per name: ``dict``); None allowed?; the kind's details (``items``, ``values``)."""
     optional = False
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         kinds = [k for k in typing.get_args(hint) if k is not type(None)]
         optional, hint = len(kinds) < len(typing.get_args(hint)), kinds[0]
     if typing.get_origin(hint) is tuple:
-        return tuple, optional
-    if typing.get_origin(hint) is Literal:
-        return str, optional
+        args = typing.get_args(hint)
+        fixed = args if args and Ellipsis not in args else ()
+        return tuple, optional, {"items": fixed} if fixed else {}
     if typing.get_origin(hint) is dict:
-        return dict, optional
-    return hint, optional
+        return dict, optional, {"values": typing.get_args(hint)[1]}
+    if typing.get_origin(hint) is Literal:
+        return str, optional, {}
+    return hint, optional, {}
 
 
 def settings_of(kind: type[RunSettings], **defaults: Any) -> tuple[Setting, ...]:
@@ -181,15 +271,19 @@ def settings_of(kind: type[RunSettings], **defaults: Any) -> tuple[Setting, ...]
         raise ValueError(f"{kind.__name__} has no setting {', '.join(sorted(unknown))}")
     found = []
     for item in dataclasses.fields(kind):
-        own, optional = _kind(hints[item.name])
+        own, optional, details = _kind(hints[item.name])
         literal = typing.get_origin(hints[item.name]) is Literal
+        declared = item.default
+        if declared is dataclasses.MISSING and item.default_factory is not dataclasses.MISSING:
+            declared = item.default_factory()  # a mapping's default
         found.append(
             Setting(
                 item.name,
                 own,
-                defaults.get(item.name, item.default),
+                defaults.get(item.name, declared),
                 optional=optional,
                 choices=typing.get_args(hints[item.name]) if literal else (),
+                **details,
                 **item.metadata["setting"],
             )
         )

@@ -161,12 +161,17 @@ def summarize(
     for attempt in (1, 2):
         try:
             messages: list[BaseMessage] = [HumanMessage(request)]
-            last = yield from ask(deps, deps.summarizer, messages, config, None, state)
+            reply = yield from ask(deps, deps.summarizer, messages, config, None, state)
         except ModelCallError:
             raise
         except Exception as error:
             logger.warning("summarizer failed (attempt %d of 2): %r", attempt, error)
             continue
+        if last is not None:  # an empty first summary was spent too: the record holds both
+            reply = reply.copy()
+            reply["prompt_tokens"] += last["prompt_tokens"]
+            reply["completion_tokens"] += last["completion_tokens"]
+        last = reply
         text = last["raw"].strip()
         if text:
             return truncate(text, SUMMARY_MAX_CHARS), last

@@ -12,12 +12,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Overwrite
 
+from reactgraph.nodes.budgets import fresh_usage
 from reactgraph.nodes.chat import is_new_question
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.model import read_reply
 from reactgraph.nodes.questions import content_parts, unread_note
 from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.state import ParsedReply, State, Turn
+from reactgraph.nodes.state import ParsedReply, State, Turn, TurnKind
 from reactgraph.nodes.toolcalls import canonical_args
 from reactgraph.nodes.transcript import new_turn
 
@@ -68,6 +69,10 @@ def start_run(
         "summary": None,
         "notes": None,
         "structured_answer": None,
+        # A new run spends from nothing; a resumed one never comes here, so it keeps counting.
+        "usage": fresh_usage(settings),
+        "budget": None,
+        "budget_warned": [],
     }
 
 
@@ -134,7 +139,14 @@ def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, A
     turns = state.get("turns") or []
     limit = settings.stuck_repeats
     calls = reply.get("tool_calls")
-    if parsed["kind"] == "answer":
+    if state.get("status"):
+        # The call spent the run's budget (``budgets``): its reply is kept, and its answer if
+        # it gave one, but nothing it asked for runs.
+        kind: TurnKind = "answer" if parsed["kind"] == "answer" else parsed["kind"]
+        update["turns"] = [new_turn(state, kind, reply=reply, parsed=parsed)]
+        if parsed["kind"] == "answer":
+            update["answer"] = parsed["answer"]
+    elif parsed["kind"] == "answer":
         update["turns"] = [new_turn(state, "answer", reply=reply, parsed=parsed)]
         update.update(answer=parsed["answer"], status="answered")
         if "structured_answer" in parsed:

@@ -15,7 +15,13 @@ from typing import Literal
 from reactgraph.nodes import prompts
 
 Status = Literal[
-    "answered", "turn_limit", "stuck", "stopped_early", "context_exhausted", "awaiting_approval"
+    "answered",
+    "turn_limit",
+    "stuck",
+    "stopped_early",
+    "context_exhausted",
+    "awaiting_approval",
+    "budget_exhausted",
 ]
 
 
@@ -47,6 +53,8 @@ ENDINGS: dict[str, Ending] = {
         # setting) says so, where nobody is there to decide (a batch, an eval, ``threads``).
         # Its state's ``status`` stays None: the run goes on once the person decides.
         Ending("awaiting_approval", "partial", "#0277bd", None),
+        # A run budget (tokens, cost, time) was spent: no further model call or tool ran.
+        Ending("budget_exhausted", "bad", "#5d4037", prompts.CHAT_BUDGET_EXHAUSTED),
     )
 }
 STATUSES: tuple[Status, ...] = tuple(ENDINGS)  # type: ignore[arg-type]

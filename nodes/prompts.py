@@ -227,6 +227,10 @@ CHAT_STOPPED_EARLY = (
 CHAT_CONTEXT_EXHAUSTED = (
     "Stopped: even a fresh, summarized window no longer fits the model's context window."
 )
+CHAT_BUDGET_EXHAUSTED = (
+    "Stopped: the run spent its budget (tokens, cost or time), so no further model call or "
+    "tool ran."
+)
 CHAT_COMPACTION = (
     "Summary of the work so far (made after turn {turn} to fit the context window):\n{summary}"
 )
@@ -298,3 +302,21 @@ TYPED_ANSWER_UNCHECKED = (
     "Your Final Answer could not be checked against the answer's JSON schema ({problem}). "
     "Write it again as one JSON value that matches the schema."
 )
+# Run budgets (``reactgraph.nodes.budgets``).
+BUDGET_WARNING = (
+    "\n\n(Budget: {spent} of this run's {limit} {unit} are spent. Give your answer soon: once "
+    "the budget is spent the run stops without one.)"
+)
+TOOL_LIMIT_WARNING = (
+    "\n\n(Budget: {name} has made {spent} of the {limit} calls it may make in this run.)"
+)
+TOOL_LIMIT_REACHED = (
+    "Not run: {name} may be called at most {limit} time(s) in this run, and it has been. Use "
+    "another tool, or answer with what you have."
+)
+BUDGET_UNITS = {
+    "max_run_tokens": "tokens",
+    "max_run_cost": "of cost",
+    "max_run_seconds": "seconds",
+}
+"""Each run budget's unit, as its warning says it."""

@@ -44,6 +44,7 @@ def knob(
     metavar: str | None = None,
     at_file: bool = False,
     checker: Callable[[Any], Any] | None = None,
+    flag: str | None = None,
 ) -> Any:
     """A setting's field: its default, its description (``--help``, Studio, the README), its
     bounds, and where it may be set (``build``: a ``build_graph`` keyword; ``per_run``: a run's
@@ -51,9 +52,12 @@ def knob(
     an answer made under another value is another result (an eval's or a batch's results are
     reused only for the same values); ``metavar``: the value's name in ``--help``; ``at_file``:
     a text whose flag also takes ``@FILE`` (the file's text); ``checker``: the value's own check
-    beyond its type (returns the value to keep; TypeError/ValueError). Its type is the
-    annotation (``tuple[str, ...]``: a list of names; ``dict[str, Any]``: a JSON object, whose
-    flag names a JSON file). For a text, ``maximum`` bounds its length."""
+    beyond its type (returns the value to keep; TypeError/ValueError); ``flag``: the command
+    line's flag when it is not the name's (``--tool-call-limit`` for ``tool_call_limits``, one
+    limit a flag). Its type is the annotation (``tuple[str, ...]``: a list of names;
+    ``tuple[float, float]``: a pair of numbers; ``dict[str, int]``: a number per name;
+    ``dict[str, Any]``: a JSON object, whose flag names a JSON file). For a text, ``maximum``
+    bounds its length."""
     metadata = {
         "description": description,
         "minimum": minimum,
@@ -66,7 +70,12 @@ def knob(
         "metavar": metavar,
         "at_file": at_file,
         "checker": checker,
+        "flag": flag,
     }
+    if isinstance(default, dict):  # a mapping's default is made afresh for each value
+        return dataclasses.field(
+            default_factory=lambda: dict(default), metadata={"setting": metadata}
+        )
     return dataclasses.field(default=default, metadata={"setting": metadata})
 
 
@@ -164,21 +173,60 @@ class RunSettings:
         metavar="FILE.json",
         checker=check_schema,
     )
+    # --- Run budgets (``reactgraph.nodes.budgets``): what one run may spend in all. ---
+    max_run_tokens: int | None = knob(
+        None,
+        "Budget of the run's tokens: prompt plus completion tokens of every model call (summaries "
+        "and the forced answer too); once spent, no further model call or tool runs and the run "
+        "ends budget_exhausted. None: no budget.",
+        minimum=1,
+        unset="no budget",
+    )
+    max_run_cost: float | None = knob(
+        None,
+        "Budget of the run's cost, in the currency of token_prices (which it needs); once spent, "
+        "the run ends budget_exhausted. None: no budget.",
+        above=0,
+        unset="no budget",
+    )
+    token_prices: tuple[float, float] | None = knob(
+        None,
+        "Prices of a million prompt (input) and completion (output) tokens, for the run's cost "
+        "(usage's cost, max_run_cost): INPUT,OUTPUT. None: the cost is not counted.",
+        minimum=0,
+        unset="no prices",
+        metavar="INPUT,OUTPUT",
+    )
+    max_run_seconds: float | None = knob(
+        None,
+        "Budget of the run's wall time in seconds, not counting time waiting for a person's "
+        "approval; once spent, the run ends budget_exhausted. None: no budget.",
+        above=0,
+        unset="no budget",
+    )
+    tool_call_limits: dict[str, int] = knob(  # noqa: RUF009 (knob gives a default_factory)
+        {},
+        "Most calls a tool may make in a run, per tool (TOOL=N, repeatable): a call past its "
+        "limit does not run, its Observation says so, and other tools still run.",
+        minimum=0,
+        metavar="TOOL=N",
+        flag="--tool-call-limit",
+    )
 
     @classmethod
     def of(cls: type[T], values: Mapping[str, Any]) -> T:
         """The value from a mapping of checked settings; keys of other variants (or of an older
         version) are left out."""
         known = {f.name for f in dataclasses.fields(cls)}
-        # A list of names comes back from a checkpointer as a list.
+        # A list of names (or a pair of prices) comes back from a checkpointer as a list.
         given: dict[str, Any] = {
             k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known
         }
         return cls(**given)
 
     def as_dict(self) -> dict[str, Any]:
-        """The settings as the state stores them: a list of names (``approve``) as a list,
-        what a checkpointer gives back."""
+        """The settings as the state stores them: a list of names (``approve``) or a pair
+        (``token_prices``) as a list, what a checkpointer gives back; a mapping as a dict."""
         return {
             k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
         }

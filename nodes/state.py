@@ -158,6 +158,40 @@ class Turn(TypedDict):
     """``tool_calls`` format: its arguments as the model sent them."""
 
 
+class RunUsage(TypedDict):
+    """What a run has spent so far (``out["usage"]``): kept in the checkpoint, so a resumed run
+    goes on counting from it (``reactgraph.nodes.budgets``)."""
+
+    prompt_tokens: int
+    """Prompt tokens of every model call of the run (summaries and the forced answer too): the
+    provider's usage where it reports one, else counted as the turns are."""
+    completion_tokens: int
+    """Completion tokens of the same calls."""
+    total_tokens: int
+    """The two together: what ``max_run_tokens`` caps."""
+    cost: float | None
+    """Their cost at ``token_prices`` (per million prompt and completion tokens); None without
+    prices."""
+    seconds: float
+    """Wall time spent in the run's steps, in seconds (not time waiting for a person's
+    approval, nor time the run was not running)."""
+    tool_calls: dict[str, int]
+    """Tool name to the calls of it that ran (a call refused by a limit or a person did not)."""
+
+
+class BudgetRecord(TypedDict):
+    """Which budget ended a run (``budget_exhausted``), and what had been spent."""
+
+    budget: str
+    """The setting: ``max_run_tokens``, ``max_run_cost`` or ``max_run_seconds``."""
+    limit: float
+    """Its value."""
+    spent: float
+    """What the run had spent of it when it stopped (at least ``limit``)."""
+    turn: int
+    """Turns completed when it was reached."""
+
+
 class CompactionRecord(TypedDict):
     """One compaction of the history into a summary (compaction variant)."""
 
@@ -172,7 +206,8 @@ class CompactionRecord(TypedDict):
     summary: str | None
     """The summary, or None when the summarizer failed and older turns were dropped instead."""
     prompt_tokens: int
-    """Tokens of the summarizer's prompt (0 when no summary was asked for)."""
+    """Tokens of the summarizer's prompt (0 when no summary was asked for; both attempts' when
+    the first gave an empty summary)."""
     completion_tokens: int
     """Tokens of the summarizer's reply."""
     token_source: NotRequired[TokenSource]
@@ -256,3 +291,12 @@ class State(TypedDict):
     text; None while running, without a schema, or when the run ended without a matching
     answer. Its reducer is the last value, as ``answer``'s (one node writes it per step; a
     delta channel cannot hold a value of any JSON type)."""
+    usage: NotRequired[Annotated[RunUsage, Replaced]]
+    """What the run has spent so far (tokens, cost, seconds, tool calls), kept in every step's
+    checkpoint so a resume goes on counting; reset when a new run starts on the thread."""
+    budget: NotRequired[Annotated[BudgetRecord, Replaced]]
+    """Which budget ended the run and how much was spent (status ``budget_exhausted``); None
+    otherwise."""
+    budget_warned: NotRequired[Annotated[list[str], Replaced]]
+    """The budgets (``max_run_tokens``..., or ``tool_call_limits.<tool>``) whose 80% warning an
+    Observation has already given: each is given once."""

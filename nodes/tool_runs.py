@@ -22,6 +22,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import get_runtime
 
 from reactgraph.nodes import deadlines, prompts
+from reactgraph.nodes.budgets import over_limit, remaining_seconds
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.injection import fill
@@ -156,9 +157,14 @@ def run_tool(
     latency = artifact = None
     settings = deps.run_settings(state)
     kind: TurnKind
+    limit = over_limit(state, settings, tool.name) if tool is not None else None
     if tool is None:
         kind = "invalid"
         observation = parsed["error"] or prompts.NO_ACTION.format(valid=", ".join(deps.tools))
+    elif limit is not None:
+        kind = "action"  # an Action refused, as a person's refusal is: it did not run
+        observation = prompts.TOOL_LIMIT_REACHED.format(name=tool.name, limit=limit)
+        logger.info("%s not run: its limit of %d call(s) is reached", tool.name, limit)
     else:
         kind = "action"
         injected = deps.injected.get(tool.name)
@@ -174,7 +180,10 @@ def run_tool(
         except ValueError as error:
             observation = str(error)
         else:
-            call = ToolCall(tool, tool_call, own_config, settings.tool_timeout)
+            # A tool never runs past the run's time budget: its timeout is what is left of it.
+            left = remaining_seconds(state, settings)
+            timeout = settings.tool_timeout if left is None else min(settings.tool_timeout, left)
+            call = ToolCall(tool, tool_call, own_config, max(timeout, 0.001))
             observation, artifact = yield call
             latency = time.perf_counter() - started
     observation = truncate(storable(observation), settings.max_observation_chars)

@@ -233,11 +233,17 @@ def test_a_run_without_an_answer_shows_its_question_and_how_it_ended(fmt: str, r
 
 
 def test_a_run_that_never_ended_is_shown_as_unfinished(run: Runner) -> None:
-    """A run stopped for a person's decision, then a new question on the thread instead."""
-    model = FakeChatModel(replies=[look("text", "Eiffel Tower"), answer("ok")])
-    graph = graph_for("transcript", "text", model, approve=["search"])
-    out = run(graph, {"question": FIRST}, thread())
-    assert "__interrupt__" in out and out["status"] is None
+    """A run that failed on its model call (and was not resumed), then a new question on the
+    thread instead. (A run waiting for a person's decision takes no new question: the thread
+    asks for the decision first.)"""
+
+    def down(_prompt: object) -> str:
+        raise RuntimeError("the provider is down")
+
+    model = FakeChatModel(replies=[down, answer("ok")])
+    graph = graph_for("transcript", "text", model)
+    with pytest.raises(Exception, match="the provider is down"):
+        run(graph, {"question": FIRST}, thread())
     run(graph, {"question": FOLLOW_UP}, thread())
     said = prompts.EARLIER_STATUS[None]
     assert f"Asked: {FIRST}\nNot answered: {said}" in prompt_text(model.calls[-1]["messages"])

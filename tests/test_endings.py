@@ -26,7 +26,7 @@ def test_the_state_type_is_the_declaration() -> None:
 
 def ends_of(spec: Variant) -> set[str]:
     """How a variant's runs can end, from what it declares: its cap, a step that can end it."""
-    ends = {"answered", "stuck", "awaiting_approval"}
+    ends = {"answered", "stuck", "awaiting_approval", "budget_exhausted"}  # a budget: any
     ends.add("turn_limit" if spec.at_cap == "force_answer" else "stopped_early")
     if any(step.can_end for step in spec.before_model):
         ends.add("context_exhausted")
@@ -41,6 +41,7 @@ def test_every_status_is_how_some_variant_ends() -> None:
         "stuck",
         "context_exhausted",
         "awaiting_approval",
+        "budget_exhausted",
     }
 
 

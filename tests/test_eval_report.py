@@ -142,7 +142,24 @@ def test_without_matplotlib_the_markdown_is_still_written(
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     with caplog.at_level(logging.WARNING, logger="reactgraph.app.eval.report"):
         table = write_report([result("v", "q")], tmp_path / "out", model="m")
-    assert "| v | 1 | 100.0 | 100.0 | 1 |" in table
+    assert "| v | 1 | 100.0 | 100.0 | 1,050 | \u2013 | 1 |" in table
     assert (tmp_path / "out" / "summary.md").exists()
     assert not (tmp_path / "out" / "summary.png").exists()
     assert "pip install matplotlib" in caplog.text
+
+
+def test_tokens_and_cost_stand_beside_em_and_f1(tmp_path: Path) -> None:
+    lines = [
+        result("cheap", "q1", total_tokens=1050, cost=0.5),
+        result("cheap", "q2", total_tokens=2000, cost=0.25, status="budget_exhausted", em=0.0),
+        result("unpriced", "q1", cost=None),
+    ]
+    summaries = {s.variant: s for s in summarize(lines)}
+    assert summaries["cheap"].total_tokens == 3050 and summaries["cheap"].cost == 0.75
+    assert summaries["cheap"].statuses == {"answered": 1, "budget_exhausted": 1}
+    assert summaries["unpriced"].total_tokens == 1050 and summaries["unpriced"].cost is None
+    table = write_report(lines, tmp_path, model="m")
+    header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    assert header[2:6] == ["EM %", "F1 %", "tokens", "cost"] and "budget_exhausted" in header
+    assert "| cheap | 2 | 50.0 | 100.0 | 3,050 | 0.75 | 1 |" in table
+    assert "| unpriced | 1 | 100.0 | 100.0 | 1,050 | \u2013 |" in table

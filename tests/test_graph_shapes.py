@@ -10,6 +10,7 @@ import pytest
 from reactgraph import VARIANTS, build_graph
 from tests.fakes import fake_model
 
+# A run budget may end the run after any node but the model call and start_run.
 SHAPES = {
     "transcript": (
         {"start_run", "call_model", "parse_reply", "approve_action", "run_tool", "force_answer"},
@@ -22,6 +23,8 @@ SHAPES = {
             ("parse_reply", "run_tool"),
             ("run_tool", "call_model"),
             ("run_tool", "force_answer"),
+            ("approve_action", "__end__"),
+            ("run_tool", "__end__"),
         },
     ),
     "notes": (
@@ -47,6 +50,11 @@ SHAPES = {
             ("run_tool", "stop_run"),
             ("update_notes", "call_model"),
             ("update_notes", "stop_run"),
+            ("approve_action", "__end__"),
+            ("run_tool", "__end__"),
+            ("update_notes", "__end__"),
+            ("load_notes", "call_model"),
+            ("load_notes", "__end__"),
         },
     ),
     "compaction": (
@@ -70,6 +78,8 @@ SHAPES = {
             ("parse_reply", "run_tool"),
             ("run_tool", "compact_history"),
             ("run_tool", "force_answer"),
+            ("approve_action", "__end__"),
+            ("run_tool", "__end__"),
         },
     ),
     "notes_compaction": (
@@ -98,6 +108,11 @@ SHAPES = {
             ("run_tool", "stop_run"),
             ("update_notes", "compact_history"),
             ("update_notes", "stop_run"),
+            ("approve_action", "__end__"),
+            ("run_tool", "__end__"),
+            ("update_notes", "__end__"),
+            ("load_notes", "compact_history"),
+            ("load_notes", "__end__"),
         },
     ),
 }

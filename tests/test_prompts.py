@@ -51,6 +51,9 @@ FIELDS = {
     "instructions": "Answer in French.",
     "block": "Instructions: be brief.",
     "problems": "at $.years: not an integer",
+    "count": 3,
+    "spent": 960,
+    "unit": "tokens",
 }
 TEMPLATES = {
     name: value

@@ -51,7 +51,14 @@ pytestmark = [
         reason=available() or "set REACTGRAPH_REAL_MODEL=1 (make test-real-model)",
     ),
 ]
-STATUSES = {"answered", "turn_limit", "stuck", "stopped_early", "context_exhausted"}
+STATUSES = {
+    "answered",
+    "turn_limit",
+    "stuck",
+    "stopped_early",
+    "context_exhausted",
+    "budget_exhausted",
+}
 # Seconds a model call may take: a tool-calling call is three grammar-constrained completions
 # here, on one thread of a 2-core machine shared with other work.
 TIMEOUT = 600.0

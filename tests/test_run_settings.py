@@ -169,6 +169,25 @@ PROBES: dict[str, Probe] = {
         lambda r: (r.get("structured_answer"), r["answer"]),
         lambda: [answer('The count: {"n": 3}')],
     ),
+    # Run budgets: the run ends budget_exhausted (or a tool's calls are refused).
+    "max_run_tokens": Probe({}, {"max_run_tokens": 1}, lambda r: (r["status"], len(r["turns"]))),
+    "max_run_cost": Probe(
+        {"token_prices": (1e6, 1e6)},  # a unit of cost a token
+        {"max_run_cost": 1.0},
+        lambda r: (r["status"], r.get("budget")),
+    ),
+    "token_prices": Probe({}, {"token_prices": [1.0, 2.0]}, lambda r: r["usage"]["cost"]),
+    "max_run_seconds": Probe(
+        {},
+        {"max_run_seconds": 0.1},
+        lambda r: r["status"],
+        lambda: [action("nap", "x"), answer("d")],
+    ),
+    "tool_call_limits": Probe(
+        {},
+        {"tool_call_limits": {"echo": 0}},
+        lambda r: (obs(r)[0], r["usage"]["tool_calls"]),
+    ),
 }
 
 CASES = [

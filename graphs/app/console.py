@@ -142,13 +142,48 @@ def print_result(values: dict[str, Any]) -> None:
         console.print(f"\n[bold]Notes[/bold]\n{escape(values['notes'])}")
     if values.get("summary"):
         console.print(f"\n[bold]Latest summary[/bold]\n{escape(values['summary'])}")
+    # The run's totals, then how it ended: the last line stays the status.
+    console.print()
+    usage = usage_text(values)
+    if usage:
+        console.print(f"[bold]Usage:[/bold] {escape(usage)}")
+    budget = values.get("budget")
+    if budget:
+        console.print(f"[bold]Budget:[/bold] {escape(budget_text(budget))}")
     structured = values.get("structured_answer")
     if structured is not None:  # a typed answer: its JSON, on one line
         shown = json.dumps(structured, ensure_ascii=False)
-        console.print(f"\n[bold]Answer (JSON):[/bold] {escape(shown)}")
+        console.print(f"[bold]Answer (JSON):[/bold] {escape(shown)}")
     else:
-        console.print(f"\n[bold]Answer:[/bold] {escape(str(values.get('answer')))}")
+        console.print(f"[bold]Answer:[/bold] {escape(str(values.get('answer')))}")
     console.print(f"[bold]Status:[/bold] [{style}]{status}[/{style}]")
+
+
+def _figure(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.6g}"
+
+
+def usage_text(values: dict[str, Any]) -> str | None:
+    """A run's totals in one line (``out["usage"]``), or None for a run before they were
+    counted."""
+    usage = values.get("usage")
+    if not usage:
+        return None
+    cost = "no prices" if usage.get("cost") is None else _figure(usage["cost"])
+    calls = ", ".join(f"{name} {n}" for name, n in (usage.get("tool_calls") or {}).items())
+    return (
+        f"{_figure(usage['prompt_tokens'])} prompt + {_figure(usage['completion_tokens'])} "
+        f"completion = {_figure(usage['total_tokens'])} tokens, cost {cost}, "
+        f"{usage['seconds']:.2f} s, tool calls: {calls or 'none'}"
+    )
+
+
+def budget_text(budget: dict[str, Any]) -> str:
+    """Which budget ended the run, and how much of it was spent."""
+    return (
+        f"{budget['budget']} reached after {budget['turn']} turn(s): "
+        f"{_figure(budget['spent'])} spent of {_figure(budget['limit'])}"
+    )
 
 
 def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:

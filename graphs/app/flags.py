@@ -61,8 +61,17 @@ class RunOptions:
 
 
 def flag(name: str) -> str:
-    """A setting's flag: ``max_turns`` -> ``--max-turns``."""
-    return "--" + name.replace("_", "-")
+    """A setting's flag: ``max_turns`` -> ``--max-turns``; a setting may name its own
+    (``tool_call_limits`` -> ``--tool-call-limit``, one limit a flag)."""
+    takers = flag_settings().get(name) or {}
+    own = next((s.flag for s in takers.values() if s.flag), None)
+    return own or "--" + name.replace("_", "-")
+
+
+def repeated(setting: Setting) -> bool:
+    """Whether the setting's flag may be given again, its texts joined: a list of names
+    (``--approve a --approve b``) or a number per name (``--tool-call-limit search=5``)."""
+    return (setting.kind is tuple and not setting.items) or setting.kind is dict
 
 
 def flag_settings() -> dict[str, dict[str, Setting]]:
@@ -89,17 +98,18 @@ NONE = _None()
 def _parse(setting: Setting) -> Callable[[str], Any]:
     """An argparse type: the text as the setting's kind, checked by the setting itself."""
     words = {int: "a whole number", float: "a number", str: "a string", tuple: "names"}
+    as_text = setting.kind in (tuple, dict)  # checked from the text itself
 
     def parse(text: str) -> Any:
         if setting.optional and text.strip().lower() == "none":
             return NONE  # given as none: no value, unlike a flag not given
         try:
-            if setting.kind is dict:
-                value = _json_file(text)
+            if setting.kind is dict and setting.values is Any:
+                value = _json_file(text)  # a JSON document (answer_schema): its file's
             elif setting.at_file and text.startswith("@"):
                 value = _text_file(text[1:])
             else:
-                value = text if setting.kind is tuple else setting.kind(text)
+                value = text if as_text else setting.kind(text)
         except OSError as error:
             raise argparse.ArgumentTypeError(
                 f"cannot read {error.filename or text}: {error.strerror or error}"
@@ -114,7 +124,7 @@ def _parse(setting: Setting) -> Callable[[str], Any]:
             # argparse names the flag: "argument --max-turns: must be >= 1, got 0".
             message = str(error).removeprefix(f"{setting.name} ")
             raise argparse.ArgumentTypeError(message) from None
-        return text if setting.kind is tuple else checked  # the flag's texts join later
+        return text if repeated(setting) else checked  # the flag's texts join later
 
     parse.__name__ = setting.kind.__name__  # argparse names the type in its messages
     return parse
@@ -168,7 +178,7 @@ def help_text(takers: Mapping[str, Setting]) -> str:
     else:
         default = "default: " + ", ".join(f"{d} ({', '.join(v)})" for d, v in groups.items())
     only = "" if len(takers) == len(REGISTRY) else f"; only {', '.join(takers)}"
-    again = "; repeatable" if first.kind is tuple else ""
+    again = "; repeatable" if repeated(first) else ""
     return f"{first.description} ({default}{only}{again})".replace("%", "%%")
 
 
@@ -184,7 +194,7 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
             dest=name,
             type=_parse(first),
             default=None,
-            action="append" if first.kind is tuple else "store",
+            action="append" if repeated(first) else "store",
             metavar="|".join(first.choices) or metavar + ("|none" if first.optional else ""),
             help=help_text(takers),
         )
@@ -202,7 +212,7 @@ def settings_from(args: argparse.Namespace, variants: Iterable[str]) -> dict[str
     }
     for name, value in given.items():
         first = next(iter(declared[name].values()))
-        if first.kind is tuple:  # the flag's texts, given once or more, as one list
+        if repeated(first):  # the flag's texts, given once or more, as one list
             try:
                 given[name] = first.check(value)
             except ValueError as error:

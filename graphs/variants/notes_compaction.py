@@ -3,7 +3,8 @@ plus the compaction variant's summaries when even the windowed prompt nears the 
 
 Its cap is the larger of the two (60 turns) and its cap exit is the notes variant's: it stops
 early with its notes saved, since the notes carry the work into the next run on the thread.
-So its runs end answered, stopped_early, stuck or context_exhausted.
+So its runs end answered, stopped_early, stuck or context_exhausted (or, like every variant's,
+budget_exhausted once a run budget is spent).
 """
 
 from __future__ import annotations

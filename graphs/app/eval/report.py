@@ -1,5 +1,6 @@
 """The eval report: one summary row per variant from the result lines, as ``summary.md`` (a
-markdown table) and ``summary.png`` (F1 against prompt tokens; status counts)."""
+markdown table) and ``summary.png`` (F1 against tokens per question, labelled with the cost;
+status counts)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ logger = logging.getLogger(__name__)
 MISSING = "\u2013"  # an en dash, in a cell with no figure
 _COLOURS: dict[str, str] = {**{e.status: e.colour for e in ENDINGS.values()}, "errors": "#424242"}
 _FOOTNOTE = (
-    "EM and F1 are percentages over all n questions (no answer, or an error, scores 0). Turns "
-    "and tokens per question are over the runs that ended (errors excluded); *seconds* adds up "
-    "each question's run time, *wall s* is the variant's wall-clock time when known."
+    "EM and F1 are percentages over all n questions (no answer, or an error, scores 0). *tokens* "
+    "and *cost* are the variant's totals over every model call (summaries and forced answers "
+    "too; cost at the runs' token_prices, \u2013 without prices). Turns and tokens per question "
+    "are over the runs that ended (errors excluded); *seconds* adds up each question's run "
+    "time, *wall s* is the variant's wall-clock time when known."
 )
 
 
@@ -43,6 +46,12 @@ class VariantSummary:
     completion_per_question: float | None
     seconds: float
     wall_seconds: float | None = None
+    total_tokens: int = 0
+    """Prompt plus completion tokens of every run (summaries and forced answers too)."""
+    cost: float | None = None
+    """The runs' cost at their ``token_prices``; None when no run had prices."""
+    tokens_per_question: float | None = None
+    """Mean total tokens per run that ended."""
 
 
 def _scores(row: Mapping[str, Any]) -> tuple[float, float]:
@@ -63,6 +72,7 @@ def _summary(variant: str, rows: list[Mapping[str, Any]], wall: float | None) ->
     completion = sum(int(row.get("completion_tokens") or 0) for row in rows)
     ended_prompt = sum(int(row.get("prompt_tokens") or 0) for row in ended)
     ended_completion = sum(int(row.get("completion_tokens") or 0) for row in ended)
+    costs = [float(row["cost"]) for row in rows if isinstance(row.get("cost"), int | float)]
     return VariantSummary(
         variant=variant,
         n=len(rows),
@@ -78,7 +88,18 @@ def _summary(variant: str, rows: list[Mapping[str, Any]], wall: float | None) ->
         completion_per_question=ended_completion / len(ended) if ended else None,
         seconds=sum(float(row.get("seconds") or 0.0) for row in rows),
         wall_seconds=wall,
+        total_tokens=sum(_total(row) for row in rows),
+        cost=sum(costs) if costs else None,
+        tokens_per_question=sum(map(_total, ended)) / len(ended) if ended else None,
     )
+
+
+def _total(row: Mapping[str, Any]) -> int:
+    """A line's total tokens (a line from before totals were written: its two counts)."""
+    total = row.get("total_tokens")
+    if isinstance(total, int):
+        return total
+    return int(row.get("prompt_tokens") or 0) + int(row.get("completion_tokens") or 0)
 
 
 def summarize(
@@ -118,6 +139,8 @@ def markdown_table(summaries: Sequence[VariantSummary]) -> str:
         "n",
         "EM %",
         "F1 %",
+        "tokens",
+        "cost",
         *statuses,
         "errors",
         "turns mean",
@@ -136,6 +159,8 @@ def markdown_table(summaries: Sequence[VariantSummary]) -> str:
             str(s.n),
             _number(100 * s.em),
             _number(100 * s.f1),
+            f"{s.total_tokens:,}",
+            MISSING if s.cost is None else f"{s.cost:,.4g}",
             *(str(s.statuses.get(status, 0)) for status in statuses),
             str(s.errors),
             _number(s.mean_turns),
@@ -152,8 +177,9 @@ def markdown_table(summaries: Sequence[VariantSummary]) -> str:
 
 
 def plot_summary(summaries: Sequence[VariantSummary], path: str | Path) -> None:
-    """Two panels as a PNG: F1 against mean prompt tokens per question (one point per variant),
-    and each variant's status counts as stacked bars. Needs matplotlib."""
+    """Two panels as a PNG: F1 against mean tokens per question (one point per variant,
+    labelled with its cost), and each variant's status counts as stacked bars. Needs
+    matplotlib."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -166,11 +192,12 @@ def plot_summary(summaries: Sequence[VariantSummary], path: str | Path) -> None:
     FigureCanvasAgg(figure)
     cost, outcomes = figure.subplots(1, 2)
     for s in summaries:
-        if s.prompt_per_question is not None:
-            cost.scatter(s.prompt_per_question, 100 * s.f1, s=60)
-            point = (s.prompt_per_question, 100 * s.f1)
-            cost.annotate(s.variant, point, xytext=(6, 6), textcoords="offset points")
-    cost.set(xlabel="mean prompt tokens per question", ylabel="F1 %", title="F1 against cost")
+        if s.tokens_per_question is not None:
+            cost.scatter(s.tokens_per_question, 100 * s.f1, s=60)
+            point = (s.tokens_per_question, 100 * s.f1)
+            label = s.variant if s.cost is None else f"{s.variant} (cost {s.cost:,.4g})"
+            cost.annotate(label, point, xytext=(6, 6), textcoords="offset points")
+    cost.set(xlabel="mean tokens per question", ylabel="F1 %", title="F1 against tokens and cost")
     cost.set_ylim(0, 105)
     cost.margins(x=0.2)  # room for the labels of the outermost points
     cost.grid(alpha=0.3)
@@ -202,7 +229,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     try:
         plot_summary(summaries, out / "summary.png")
-        figure = "\n![F1 against prompt tokens; how the runs ended](summary.png)\n"
+        figure = "\n![F1 against tokens and cost; how the runs ended](summary.png)\n"
     except RuntimeError as error:
         logger.warning("%s; wrote summary.md only", error)
         figure = ""

@@ -119,6 +119,12 @@ def scored(
         "turns": result.get("turns", 0),
         "prompt_tokens": result.get("prompt_tokens", 0),
         "completion_tokens": result.get("completion_tokens", 0),
+        "total_tokens": result.get(
+            "total_tokens", result.get("prompt_tokens", 0) + result.get("completion_tokens", 0)
+        ),
+        "cost": result.get("cost"),
+        "tool_calls": result.get("tool_calls") or {},
+        "budget": result.get("budget"),
         "seconds": result.get("seconds", 0.0),
         "error": result.get("error"),
         "thread_id": result.get("thread_id"),
