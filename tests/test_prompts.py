@@ -44,6 +44,8 @@ FIELDS = {
     "action": "search[Eiffel Tower]",
     "reason": "not that one",
     "input": "x",
+    "spent": 960,
+    "unit": "tokens",
 }
 TEMPLATES = {
     name: value
