@@ -22,7 +22,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test typecheck test-quick test-kills test-browser test-cluster test-real-model test-timing bench bench-real-model drawings format notebooks
+.PHONY: demo test typecheck test-quick test-kills test-browser test-cluster test-traces test-real-model test-timing bench bench-real-model drawings format notebooks
 
 # The real-model tests: llama-cpp-python's server from the prebuilt wheel in ../shared/wheels/
 # (built from the PyPI sdist 0.3.36 with GGML_NATIVE=OFF), else built from source (slow: a C++
@@ -52,11 +52,11 @@ test: $(STAMP)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(MAKE) --no-print-directory typecheck
-	$(PYTHON) -m pytest $(XDIST) -m "not browser and not cluster and not ray and not kills"
+	$(PYTHON) -m pytest $(XDIST) -m "not browser and not cluster and not ray and not kills and not traces"
 
 # Real processes killed (SIGKILL) or interrupted (Ctrl-C) at every moment, and what they left.
 test-kills: $(STAMP)
-	$(PYTHON) -m pytest -n $(KILL_WORKERS) --dist loadgroup -m "kills and not browser and not cluster and not ray"
+	$(PYTHON) -m pytest -n $(KILL_WORKERS) --dist loadgroup -m "kills and not browser and not cluster and not ray and not traces"
 
 # mypy on the package as it installs (reactgraph = graphs/, with nodes/ and tools/ in it): a tree
 # of links in a temporary folder, since mypy cannot follow the editable install's mapping.
@@ -70,6 +70,20 @@ typecheck: $(STAMP)
 # minutes, most of it compiling the client's page).
 test-browser: $(STAMP)
 	$(PYTHON) -m pytest -m browser
+
+# Traces end to end: `reactgraph ask` sending its run to Arize Phoenix, read back from it. Phoenix
+# (the `phoenix` extra) lives in an environment of its own: it wants a newer mcp than ours.
+PHOENIX_VENV := .venv-phoenix
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
+PHOENIX_EXTRA = $(shell $(PYTHON) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['phoenix']))")
+
+$(PHOENIX_STAMP): pyproject.toml | $(STAMP)
+	python3 -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/pip install --quiet --no-compile $(PHOENIX_EXTRA)
+	touch $(PHOENIX_STAMP)
+
+test-traces: $(STAMP) $(PHOENIX_STAMP)
+	REACTGRAPH_PHOENIX=$(abspath $(PHOENIX_VENV))/bin/phoenix $(PYTHON) -m pytest -m traces
 
 # Ray: the engine on a local Ray per command, and the two-node cluster losing a node mid-batch
 # (Ray's start-up is most of it; one process, as two Rays at once on 2 cores only wait longer).

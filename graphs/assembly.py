@@ -33,11 +33,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import get_runtime
 from langgraph.types import Command
 
+from reactgraph.nodes import tracing
 from reactgraph.nodes.approval import approve_action, needs_approval, runs_tool
 from reactgraph.nodes.budgets import account, over_limit
 from reactgraph.nodes.chat import chat_update
 from reactgraph.nodes.control import parse_reply, start_run, stop_run, turn_cap_reached
-from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.deps import Deps, model_name
 from reactgraph.nodes.effects import adrive, drive
 from reactgraph.nodes.history import records_update
 from reactgraph.nodes.model import call_model, force_answer
@@ -87,6 +88,7 @@ class Node(Runnable[State, Any]):
 
     def __init__(self, name: str, body: Body, deps: Deps, route: Router | None = None) -> None:
         self.name = name
+        self._node = name  # ``name`` as Runnable types it may be None
         self._body, self._deps, self._route = body, deps, route
 
     @property
@@ -107,17 +109,47 @@ class Node(Runnable[State, Any]):
             return update
         return Command(update=update, goto=self._route(after(state, update)))
 
+    def _model(self, state: Mapping[str, Any]) -> str | None:
+        return self._deps.run_settings(state).model_name or model_name(self._deps.model)
+
+    def _timeout(self, state: Mapping[str, Any]) -> float:
+        return float(self._deps.run_settings(state).tool_timeout)
+
+    def _traced(self, state: State, update: dict[str, Any]) -> dict[str, Any]:
+        """The update after the traces' hook (start_run's keeps the run's trace context)."""
+        if not tracing.enabled() and not state.get("trace"):
+            return update
+        return tracing.node_done(
+            self._node,
+            state,
+            update,
+            lambda: after(state, update),
+            self._deps.variant,
+            self._model(state),
+            self._timeout,
+        )
+
     def invoke(self, input: State, config: RunnableConfig | None = None, **_: Any) -> Any:
         started = time.perf_counter()  # the node's wall time counts toward max_run_seconds
-        result = self._body(input, config or {}, self._deps)
-        update = drive(result) if isinstance(result, GeneratorType) else result
-        return self._done(input, update, time.perf_counter() - started)
+        tracing.node_entered(self._node, input, self._deps.variant, None)
+        try:
+            result = self._body(input, config or {}, self._deps)
+            update = drive(result) if isinstance(result, GeneratorType) else result
+        except BaseException as error:
+            tracing.node_failed(self._node, input, error)
+            raise
+        return self._done(input, self._traced(input, update), time.perf_counter() - started)
 
     async def ainvoke(self, input: State, config: RunnableConfig | None = None, **_: Any) -> Any:
         started = time.perf_counter()
-        result = self._body(input, config or {}, self._deps)
-        update = await adrive(result) if isinstance(result, GeneratorType) else result
-        return self._done(input, update, time.perf_counter() - started)
+        tracing.node_entered(self._node, input, self._deps.variant, None)
+        try:
+            result = self._body(input, config or {}, self._deps)
+            update = await adrive(result) if isinstance(result, GeneratorType) else result
+        except BaseException as error:
+            tracing.node_failed(self._node, input, error)
+            raise
+        return self._done(input, self._traced(input, update), time.perf_counter() - started)
 
 
 # --- The routers: pure functions of the state after the node, returning node names. ---------

@@ -97,6 +97,7 @@ def build_graph(
         extra_actions=[(action.name, action.description) for action in spec.actions],
         store=store,
         model_factory=_openai_compatible,
+        variant=spec.name,
     )
     tools_named = partial(approval.check_names, tools=deps.tools)
 

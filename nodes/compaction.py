@@ -161,7 +161,9 @@ def summarize(
     for attempt in (1, 2):
         try:
             messages: list[BaseMessage] = [HumanMessage(request)]
-            reply = yield from ask(deps, deps.summarizer, messages, config, None, state)
+            reply = yield from ask(
+                deps, deps.summarizer, messages, config, None, state, purpose="summary"
+            )
         except ModelCallError:
             raise
         except Exception as error:

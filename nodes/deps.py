@@ -120,6 +120,8 @@ class Deps:
     _settings_made: dict[int, tuple[Any, RunSettings]] = field(default_factory=dict)
     """The typed settings made from a run's stored settings, by the stored value's identity
     (the value held, so its identity is not reused): a node reads them several times a step."""
+    variant: str = ""
+    """The variant's name (the traces' ``gen_ai.agent.name``)."""
 
     def run_settings(self, state: Mapping[str, Any]) -> RunSettings:
         """The run's settings as one typed value: its stored settings over the built ones (a
@@ -201,6 +203,7 @@ def make_deps(
     extra_actions: Sequence[tuple[str, str]] = (),
     store: BaseStore | None = None,
     model_factory: ModelFactory | None = None,
+    variant: str = "",
 ) -> Deps:
     """Check the developer's objects and bundle them; misuse raises TypeError/ValueError."""
     if not isinstance(model, BaseChatModel):
@@ -250,4 +253,5 @@ def make_deps(
         injected=injected,
         action_specs=tuple(extra_actions),
         call_params=action_parameters(by_name, injected, extra_actions),
+        variant=variant,
     )

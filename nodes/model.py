@@ -14,9 +14,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import prompts
+from reactgraph.nodes import prompts, tracing
 from reactgraph.nodes.binding import refused
-from reactgraph.nodes.deps import Deps
+from reactgraph.nodes.deps import Deps, model_name
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.parsing import clean_reply, parse_react
 from reactgraph.nodes.providers import Limits, ModelCaller
@@ -76,14 +76,23 @@ def ask(
     stop: list[str] | None,
     state: State,
     bound: Mapping[str, Any] | None = None,
+    purpose: str = "turn",
 ) -> Generator[Effect, Any, ModelReply]:
     """One model call, retried on transient faults as the run's settings say, its reply capped
     at ``max_completion_tokens``, as a ``ModelReply``: the text cleaned (reasoning dropped, cut
     at 'Observation:', made storable) with its token counts, and whether the cap cut it. With
-    ``bound`` (the tools bound: the ``tool_calls`` format) it holds the reply's tool calls."""
+    ``bound`` (the tools bound: the ``tool_calls`` format) it holds the reply's tool calls.
+    ``purpose`` (``turn``, ``summary``, ``forced``) marks the call's span in a traced run."""
     _log_prompt(messages)
+    span = tracing.chat_started(state, model_name(caller.model), purpose, messages)
     started = time.perf_counter()
-    message = yield from caller.call(messages, config, stop, limits(deps, state), bound)
+    try:
+        message = yield from caller.call(
+            messages, config, stop, limits(deps, state), bound, span.retry if span else None
+        )
+    except Exception as error:
+        tracing.chat_failed(span, error)
+        raise
     latency = time.perf_counter() - started
     raw = storable(message_text(message))
     prompt_tokens, completion_tokens, source = count_tokens(deps, messages, message)
@@ -102,6 +111,7 @@ def ask(
     )
     if bound is not None:
         reply["tool_calls"] = calls_of(message)
+    tracing.chat_ended(span, reply)
     return reply
 
 
@@ -222,11 +232,11 @@ def force_answer(
     caller = deps.caller_for(settings)
     if uses_tool_calls(settings):
         bound = refused(deps.tool_binding(caller, settings))
-        reply = yield from ask(deps, caller, messages, config, None, state, bound)
+        reply = yield from ask(deps, caller, messages, config, None, state, bound, "forced")
         parsed = read_tool_calls(reply["text"], reply.get("tool_calls") or [], deps.call_params)
         answer = parsed["answer"] if parsed["kind"] == "answer" else None
     else:
-        reply = yield from ask(deps, caller, messages, config, STOP, state)
+        reply = yield from ask(deps, caller, messages, config, STOP, state, purpose="forced")
         parsed = parse_react(reply["text"], deps.action_names)
         answer = _text_answer(parsed, reply["text"])
     update: dict[str, Any] = {}

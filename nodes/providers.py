@@ -14,7 +14,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -202,10 +202,11 @@ class ModelCaller:
         stop: list[str] | None = None,
         limits: Limits | None = None,
         bound: Mapping[str, Any] | None = None,
+        on_retry: Callable[[int, BaseException, float], None] | None = None,
     ) -> Generator[Effect, Any, Any]:
         """The model's reply message, with the quirks handled (a node body's ``yield from``).
         ``bound``: call arguments of the model's ``bind_tools`` (the tools), sent with each
-        attempt."""
+        attempt; ``on_retry(attempt, error, delay)`` is told of each retry (the traces)."""
         limits = limits or Limits()
         attempt, plain = 0, bool(bound) and self._tools_plain
         while True:
@@ -229,4 +230,7 @@ class ModelCaller:
                     self._tools_plain = True
                 attempt, plain = attempt - 1, True
             except Exception as error:
-                yield Pause(self._on_error(error, attempt, stop, limits))
+                delay = self._on_error(error, attempt, stop, limits)
+                if on_retry is not None:
+                    on_retry(attempt, error, delay)
+                yield Pause(delay)

@@ -300,3 +300,7 @@ class State(TypedDict):
     budget_warned: NotRequired[Annotated[list[str], Replaced]]
     """The budgets (``max_run_tokens``..., or ``tool_call_limits.<tool>``) whose 80% warning an
     Observation has already given: each is given once."""
+    trace: NotRequired[Annotated[dict[str, str], Replaced]]
+    """The run's trace context (``{"traceparent": ...}``, W3C) when it is traced with
+    OpenTelemetry, so a resumed run, in any process, continues the same trace (see
+    ``nodes.tracing``); empty when the run is not traced. Stored once per run."""

@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.runtime import get_runtime
 
-from reactgraph.nodes import deadlines, prompts
+from reactgraph.nodes import deadlines, prompts, tracing
 from reactgraph.nodes.budgets import over_limit, remaining_seconds
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
@@ -78,6 +78,7 @@ class ToolCall:
 
     def _failure(self, error: BaseException | None) -> str:
         name = self.tool.name
+        tracing.tool_failed(self.config, "timeout" if error is None else type(error).__qualname__)
         if error is None:
             logger.warning("tool %s timed out after %.3g s", name, self.timeout)
             return prompts.TOOL_TIMEOUT.format(name=name, seconds=self.timeout)

@@ -158,14 +158,25 @@ def make_parser() -> Parser:
         help="the Ray cluster for --engine ray (default: RAY_ADDRESS, else a local Ray started "
         "for this run and stopped after it)",
     )
-    ask = commands.add_parser("ask", parents=[one, run, db, timeout], help="answer a question")
+    traced = Parser(add_help=False)
+    traced.add_argument(
+        "--otel",
+        action="store_true",
+        help="send the runs' traces with OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, else "
+        "http://localhost:4318; setting that variable is enough; pip install 'reactgraph[otel]')",
+    )
+    ask = commands.add_parser(
+        "ask", parents=[one, run, db, timeout, traced], help="answer a question"
+    )
     ask.add_argument("question", help="the question")
     ask.add_argument("--thread", help="thread id (default: a new one)")
     ask.add_argument(
         "--notes-in-db", action="store_true", help="notes variants: keep notes in --db"
     )
     ask.set_defaults(handler=f"{RUNNING}:cmd_ask")
-    resume = commands.add_parser("resume", parents=[db, timeout], help="continue a stopped run")
+    resume = commands.add_parser(
+        "resume", parents=[db, timeout, traced], help="continue a stopped run"
+    )
     resume.add_argument("thread", help="the thread to continue")
     resume.add_argument("--model", help="go on with this model (default: the run's own)")
     resume.add_argument("--base-url", help="at this server (default: the run's own)")
@@ -176,7 +187,7 @@ def make_parser() -> Parser:
     threads = commands.add_parser("threads", parents=[db], help="list the runs in the database")
     threads.set_defaults(handler=f"{VIEWING}:cmd_threads")
     batch = commands.add_parser(
-        "batch", parents=[one, run, many, db, timeout], help="answer a JSONL of questions"
+        "batch", parents=[one, run, many, db, timeout, traced], help="answer a JSONL of questions"
     )
     batch.add_argument("questions", help='JSONL file: {"question": "...", "id": ...} per line')
     batch.add_argument("--out", required=True, help="JSONL results, appended as runs finish")
@@ -189,7 +200,7 @@ def make_parser() -> Parser:
     prune.add_argument("threads", nargs="*", help="the threads to prune")
     prune.add_argument("--finished", action="store_true", help="every finished thread")
     prune.set_defaults(handler="reactgraph.app.prune:cmd_prune")
-    add_eval_parser(commands, [run, many, timeout])
+    add_eval_parser(commands, [run, many, timeout, traced])
     graph = commands.add_parser("graph", help="draw a variant (Mermaid text, or --png FILE)")
     graph.add_argument("variant", choices=VARIANTS, help="the variant to draw")
     graph.add_argument("--png", help="write a PNG here instead (offline, via pygraphviz)")
@@ -237,12 +248,25 @@ def run_command(argv: Sequence[str] | None) -> int:
     from reactgraph.storage.database import DatabaseError, ThreadBusy
 
     out.configure_logging(args.verbose)
+    exporting = False
     try:
         check_text(args)
+        if hasattr(args, "otel"):  # the commands that run the agent
+            from reactgraph.app import telemetry
+
+            try:
+                exporting = telemetry.start(args.otel)
+            except telemetry.TracingUnavailable as error:
+                raise UsageError(str(error)) from None
         return command(args.handler)(args)
     except (UsageError, DatabaseError, ThreadBusy, EngineError, ResultsUnwritable) as error:
         out.fail(str(error))
         return 2
+    finally:
+        if exporting:
+            from reactgraph.app import telemetry
+
+            telemetry.stop()
 
 
 if __name__ == "__main__":

@@ -208,6 +208,9 @@ def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
         f"{sum(t['prompt_tokens'] for t in turns)} prompt + "
         f"{sum(t['completion_tokens'] for t in turns)} completion tokens[/dim]"
     )
+    parent = (values.get("trace") or {}).get("traceparent")
+    if isinstance(parent, str) and parent.count("-") == 3:  # a traced run (docs/tracing.md)
+        console.print(f"[dim]trace {escape(parent.split('-')[1])}[/dim]")
 
 
 def print_threads(

@@ -94,11 +94,17 @@ def _worker(open_runner: OpenRunner, jobs: Any, results: Any, slots: int) -> Non
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_end_with, args=(parent.sentinel,), daemon=True).start()
-    with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
-        try:
-            asyncio.run(_serve(open_runner, take, results.send, slots))
-        except Exception as error:  # its runner could not open (a database fault): the parent's
-            results.send(("error", _sendable(error)))
+    from reactgraph.app import telemetry
+
+    telemetry.start()  # the command's export (--otel, OTEL_EXPORTER_OTLP_ENDPOINT), if any
+    try:
+        with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
+            try:
+                asyncio.run(_serve(open_runner, take, results.send, slots))
+            except Exception as error:  # its runner could not open (a database fault): the
+                results.send(("error", _sendable(error)))  # parent's to say
+    finally:
+        telemetry.stop()
 
 
 def _sendable(error: Exception) -> Exception:

@@ -37,6 +37,9 @@ class Slot:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._run is None:
+                from reactgraph.app import telemetry
+
+                telemetry.start()  # the driver's export settings came in its runtime_env
                 stack = contextlib.AsyncExitStack()
                 self._run = await stack.enter_async_context(self._open_runner())
                 self._stack = stack
@@ -70,6 +73,9 @@ class Slot:
         if self._stack is not None:
             stack, self._stack, self._run = self._stack, None, None
             await stack.aclose()
+            from reactgraph.app import telemetry
+
+            await asyncio.to_thread(telemetry.stop)
 
 
 def cluster_workers(ray: Any) -> int:
@@ -86,6 +92,15 @@ def check_shared(ray: Any, db: str | None) -> None:
             f"the runs cannot be kept in the SQLite file {db} on a Ray cluster of {len(nodes)} "
             "nodes: each node would have a file of its own; pass --db postgresql://..."
         )
+
+
+def exported_env() -> dict[str, Any]:
+    """``ray.init``'s runtime_env carrying the trace export's variables to the actors, so their
+    runs join the traces (the runs' own trace context is in their checkpoints)."""
+    names = [n for n in os.environ if n.startswith("OTEL_") or n == "REACTGRAPH_OTEL"]
+    if not names:
+        return {}
+    return {"runtime_env": {"env_vars": {name: os.environ[name] for name in names}}}
 
 
 @contextlib.contextmanager
@@ -108,6 +123,7 @@ def connected(address: str | None) -> Iterator[Any]:
             address=address or "local",
             log_to_driver=False,
             logging_level=logging.ERROR,
+            **exported_env(),
             **local,
         )
     except Exception as error:  # Ray raises plain Exceptions here (a start-up that timed out)
