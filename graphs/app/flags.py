@@ -71,7 +71,9 @@ def flag(name: str) -> str:
 def repeated(setting: Setting) -> bool:
     """Whether the setting's flag may be given again, its texts joined: a list of names
     (``--approve a --approve b``) or a number per name (``--tool-call-limit search=5``)."""
-    return (setting.kind is tuple and not setting.items) or setting.kind is dict
+    return (setting.kind is tuple and not setting.items) or (
+        setting.kind is dict and setting.values is not Any  # not a JSON document's file
+    )
 
 
 def flag_settings() -> dict[str, dict[str, Setting]]:
