@@ -126,7 +126,7 @@ def approve_action(state: State, config: RunnableConfig, deps: Deps) -> dict[str
             unusable += 1
             problem = str(error)
             if unusable >= MAX_UNUSABLE:
-                problem += " " + prompts.APPROVAL_LAST_TRY.format(count=unusable)
+                problem += " " + prompts.APPROVAL_LAST_TRY.format(total=unusable)
             logger.warning("an unusable decision on %s: %s", parsed["action"], problem)
 
 

@@ -254,7 +254,7 @@ APPROVAL_REQUEST = (
     "tool's result."
 )
 APPROVAL_LAST_TRY = (
-    "{count} answers to this action could not be used: another answer that is no usable "
+    "{total} answers to this action could not be used: another answer that is no usable "
     "decision is refused before it is kept, and the action keeps waiting."
 )
 APPROVAL_AGAIN = "That answer could not be used: {problem} Please decide again.\n\n"
