@@ -120,11 +120,18 @@ def line_text(grammar: Grammar, hint: str, most: int, first: str = "", banned: s
 # character, or an escape; never "n:" either.
 _STRING_NOT_N = r'[^"\\\x00-\x1Fn]'
 _STRING_NOT_N_COLON = r'[^"\\\x00-\x1Fn:]'
+_STRING_ANY = r'[^"\\\x00-\x1F]'
 _ESCAPE = r'"\\" ["\\/bfnrt]'
 
 
-def json_string(grammar: Grammar, most: int, least: int = 0) -> str:
-    """A rule for a JSON string of about ``least`` to ``most`` characters, on one line."""
+def json_string(grammar: Grammar, most: int, least: int = 0, exact: bool = False) -> str:
+    """A rule for a JSON string on one line of about ``least`` to ``most`` characters (a run
+    of n's counts once: never "n:"), or, ``exact``, of ``least`` to ``most`` characters as a
+    schema's ``minLength``/``maxLength`` say (an escape counts once)."""
+    if exact:
+        unit = grammar.rule("char", f"{_STRING_ANY} | {_ESCAPE}")
+        body = f'"\\"" {repeat(unit, most, least)} "\\""'
+        return grammar.rule(f"string-exact-{least}-{most}", body)
     unit = grammar.rule(
         "char",
         f'{_STRING_NOT_N} | {_ESCAPE} | "n"{{1,3}} ({_STRING_NOT_N_COLON} | {_ESCAPE})',
@@ -150,16 +157,26 @@ WS = '" "?'
 """Where JSON may have a space: at most one, so a model cannot pad a value forever."""
 
 
-def any_json(grammar: Grammar, depth: int, string_chars: int) -> str:
-    """A rule for any JSON value nested at most ``depth`` levels."""
+def any_json(grammar: Grammar, depth: int, string_chars: int, kind: str = "value") -> str:
+    """A rule for any JSON value (``kind``: or any object, or any array) nested at most
+    ``depth`` levels."""
     string = json_string(grammar, string_chars)
     scalars = f'{string} | {_number()} | "true" | "false" | "null"'
     if depth <= 0:
+        if kind == "object":
+            return grammar.rule("empty-object", f'"{{" {WS} "}}"')
+        if kind == "array":
+            return grammar.rule("empty-array", f'"[" {WS} "]"')
         return grammar.rule("scalar", scalars)
     inner = any_json(grammar, depth - 1, string_chars)
-    items = f'"[" {WS} ({inner} ({WS} "," {WS} {inner}){{0,{MAX_ITEMS - 1}}})? {WS} "]"'
+    more = f"{{0,{MAX_ITEMS - 1}}}"
+    items = f'"[" {WS} ({inner} ({WS} "," {WS} {inner}){more})? {WS} "]"'
     member = f'{string} {WS} ":" {WS} {inner}'
-    members = f'"{{" {WS} ({member} ({WS} "," {WS} {member}){{0,{MAX_ITEMS - 1}}})? {WS} "}}"'
+    members = f'"{{" {WS} ({member} ({WS} "," {WS} {member}){more})? {WS} "}}"'
+    if kind == "object":
+        return grammar.rule(f"object-{depth}", members)
+    if kind == "array":
+        return grammar.rule(f"array-{depth}", items)
     return grammar.rule(f"json-{depth}", f"{scalars} | {items} | {members}")
 
 
@@ -216,9 +233,10 @@ def _typed(
     grammar: Grammar, schema: Mapping[str, Any], kind: str, chars: int, depth: int, hint: str
 ) -> str:
     if kind == "string":
+        exact = "maxLength" in schema or "minLength" in schema
         most = _bound(schema, "maxLength", chars, chars)
         least = min(_bound(schema, "minLength", 0, chars), most)
-        return json_string(grammar, most, least)
+        return json_string(grammar, most, least, exact)
     if kind == "integer":
         return _integer()
     if kind == "number":
@@ -249,7 +267,7 @@ def json_object(
     JSON object."""
     properties = schema.get("properties")
     if not isinstance(properties, Mapping) or not properties:
-        return any_json(grammar, min(2, depth), chars)
+        return any_json(grammar, min(2, depth), chars, "object")
     required_names = schema.get("required")
     required = set(required_names) if isinstance(required_names, list) else set()
     pairs: list[tuple[str, bool]] = []

@@ -87,6 +87,9 @@ def _input(grammar: Grammar, name: str, arguments: Mapping[str, Any], chars: int
         ((_, schema),) = arguments.items()
         kinds = schema.get("type") if isinstance(schema, Mapping) else None
         if kinds in (None, "string") and not _enum_or_const(schema):
+            most = schema.get("maxLength") if isinstance(schema, Mapping) else None
+            if isinstance(most, int) and not isinstance(most, bool) and most > 0:
+                chars = min(chars, most)
             return line_text(grammar, "text", chars, _INPUT_FIRST, _INPUT_BANNED)
         return json_value(grammar, schema, chars, hint=f"{name}-input")
     strings = sum(

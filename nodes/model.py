@@ -14,8 +14,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import prompts
+from reactgraph.nodes import constrained, prompts
 from reactgraph.nodes.binding import refused
+from reactgraph.nodes.constrained import Constraint
 from reactgraph.nodes.deps import Deps
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.parsing import clean_reply, parse_react
@@ -75,14 +76,18 @@ def ask(
     stop: list[str] | None,
     state: State,
     bound: Mapping[str, Any] | None = None,
+    constraint: Constraint | None = None,
 ) -> Generator[Effect, Any, ModelReply]:
     """One model call, retried on transient faults as the run's settings say, its reply capped
     at ``max_completion_tokens``, as a ``ModelReply``: the text cleaned (reasoning dropped, cut
     at 'Observation:', made storable) with its token counts, and whether the cap cut it. With
-    ``bound`` (the tools bound: the ``tool_calls`` format) it holds the reply's tool calls."""
+    ``bound`` (the tools bound: the ``tool_calls`` format) it holds the reply's tool calls;
+    ``constraint``: what constrains the reply (``constrained_decoding``)."""
     _log_prompt(messages)
     started = time.perf_counter()
-    message = yield from caller.call(messages, config, stop, limits(deps, state), bound)
+    message = yield from caller.call(
+        messages, config, stop, limits(deps, state), bound, constraint
+    )
     latency = time.perf_counter() - started
     raw = storable(message_text(message))
     prompt_tokens, completion_tokens, source = count_tokens(deps, messages, message)
@@ -101,6 +106,8 @@ def ask(
     )
     if bound is not None:
         reply["tool_calls"] = calls_of(message)
+    if constraint is not None and not constrained.refused(caller.url):
+        constrained.check_reply(caller.url, constraint, raw, cut)
     return reply
 
 
@@ -136,11 +143,12 @@ def call_model(
     settings = deps.run_settings(state)
     messages = render_prompt(state, deps.view, deps.tool_descriptions, settings)
     caller = deps.caller_for(settings)
+    constraint = deps.constraint(caller, settings)
     if uses_tool_calls(settings):
         bound = deps.tool_binding(caller, settings)
-        reply = yield from ask(deps, caller, messages, config, None, state, bound)
+        reply = yield from ask(deps, caller, messages, config, None, state, bound, constraint)
     else:
-        reply = yield from ask(deps, caller, messages, config, STOP, state)
+        reply = yield from ask(deps, caller, messages, config, STOP, state, None, constraint)
     return {"reply": reply, "parsed": None}
 
 
@@ -167,13 +175,14 @@ def force_answer(
         HumanMessage(prompts.FORCE_ANSWER),
     ]
     caller = deps.caller_for(settings)
+    constraint = deps.constraint(caller, settings, forced=True)
     if uses_tool_calls(settings):
         bound = refused(deps.tool_binding(caller, settings))
-        reply = yield from ask(deps, caller, messages, config, None, state, bound)
+        reply = yield from ask(deps, caller, messages, config, None, state, bound, constraint)
         parsed = read_tool_calls(reply["text"], reply.get("tool_calls") or [], deps.call_params)
         answer = parsed["answer"] if parsed["kind"] == "answer" else None
     else:
-        reply = yield from ask(deps, caller, messages, config, STOP, state)
+        reply = yield from ask(deps, caller, messages, config, STOP, state, None, constraint)
         parsed = parse_react(reply["text"], deps.action_names)
         answer = _text_answer(parsed, reply["text"])
     turn = new_turn(state, "forced", reply=reply, parsed=parsed)
