@@ -161,6 +161,33 @@ def refused(bound: dict[str, Any]) -> dict[str, Any]:
     return {**bound, "tool_choice": "none"} if "tool_choice" in bound else bound
 
 
+def _closed(schema: Any, depth: int = 0) -> Any:
+    """A JSON schema with every object closed (``additionalProperties: false``, what strict
+    function schemas ask for), at most a few dozen levels down."""
+    if depth > 32:
+        return schema
+    if isinstance(schema, Mapping):
+        closed = {k: _closed(v, depth + 1) for k, v in schema.items()}
+        if closed.get("type") == "object" or isinstance(closed.get("properties"), Mapping):
+            closed.setdefault("additionalProperties", False)
+        return closed
+    if isinstance(schema, list):
+        return [_closed(v, depth + 1) for v in schema]
+    return schema
+
+
+def strict_schemas(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The function schemas marked ``strict``: the server constrains each call's arguments to
+    its schema (``constrained_decoding="gbnf"`` in the ``tool_calls`` format)."""
+    marked = []
+    for schema in schemas:
+        function = dict(schema["function"])
+        function["parameters"] = _closed(function.get("parameters", {}))
+        function["strict"] = True
+        marked.append({**schema, "function": function})
+    return marked
+
+
 def bound_arguments(
     model: BaseChatModel, schemas: list[dict[str, Any]], strict: bool = False
 ) -> dict[str, Any]:
@@ -168,9 +195,10 @@ def bound_arguments(
     itself); ``strict``: each function's arguments constrained to its schema by the server
     (``constrained_decoding="gbnf"``). ValueError, saying what to do, for a model that cannot
     bind tools, or whose binding is another runnable than the model with call arguments."""
-    options = {**binding_options(model), **({"strict": True} if strict else {})}
     try:
-        bound = model.bind_tools(schemas, **options)
+        bound = model.bind_tools(
+            strict_schemas(schemas) if strict else schemas, **binding_options(model)
+        )
     except NotImplementedError:
         raise ValueError(
             f"action_format='tool_calls' needs a chat model that can bind tools: "

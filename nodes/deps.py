@@ -14,8 +14,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes import constrained
+from reactgraph.nodes import constrained, prompts
 from reactgraph.nodes.binding import (
     action_arguments,
     action_parameters,
@@ -117,7 +116,7 @@ class Deps:
     call_params: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Every action with the names of its arguments (reading a native tool call)."""
     _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)
-    _bindings: dict[tuple[str | None, str | None, Any], dict[str, Any]] = field(
+    _bindings: dict[tuple[str | None, str | None, Any, bool], dict[str, Any]] = field(
         default_factory=dict
     )
     _schemas: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)

@@ -105,9 +105,7 @@ def line_text(grammar: Grammar, hint: str, most: int, first: str = "", banned: s
     """A rule for one line of text, about 1 to ``most`` characters (a run of n's counts
     once), never "n:", none of ``banned``; its first character is not blank nor one of
     ``first`` (what the parser would strip or read otherwise)."""
-    unit = grammar.rule(
-        "unit", f'{_class("n" + banned)} | "n"{{1,3}} {_class("n:" + banned)}'
-    )
+    unit = grammar.rule("unit", f'{_class("n" + banned)} | "n"{{1,3}} {_class("n:" + banned)}')
     lead = grammar.rule(
         f"{hint}-first",
         f'{_class("n: " + chr(9) + first + banned)} | "n"{{1,3}} {_class("n:" + banned)}',
@@ -251,7 +249,7 @@ def _typed(
         item = json_value(grammar, schema.get("items"), chars, depth - 1, f"{hint}-item")
         if most == 0:
             return f'"[" {WS} "]"'
-        more = f"({WS} \",\" {WS} {item}){{{max(0, least - 1)},{most - 1}}}"
+        more = f'({WS} "," {WS} {item}){{{max(0, least - 1)},{most - 1}}}'
         listed = f"{item} {more}"
         return f'"[" {WS} {listed if least else f"({listed})?"} {WS} "]"'
     if kind == "object":
@@ -273,7 +271,7 @@ def json_object(
     pairs: list[tuple[str, bool]] = []
     for n, (name, spec) in enumerate(list(properties.items())[:MAX_PROPERTIES]):
         value = json_value(grammar, spec, chars, depth - 1, f"{hint}-{n}")
-        pair = f"{json_literal(str(name))} {WS} \":\" {WS} {value}"
+        pair = f'{json_literal(str(name))} {WS} ":" {WS} {value}'
         pairs.append((grammar.rule(f"{hint}-kv", pair), name in required))
     return '"{" ' + WS + " " + _members(grammar, pairs, hint) + " " + WS + ' "}"'
 

@@ -93,8 +93,9 @@ def _input(grammar: Grammar, name: str, arguments: Mapping[str, Any], chars: int
             return line_text(grammar, "text", chars, _INPUT_FIRST, _INPUT_BANNED)
         return json_value(grammar, schema, chars, hint=f"{name}-input")
     strings = sum(
-        1 for spec in arguments.values() if not isinstance(spec, Mapping) or spec.get("type") in
-        (None, "string")
+        1
+        for spec in arguments.values()
+        if not isinstance(spec, Mapping) or spec.get("type") in (None, "string")
     )
     schema = {"type": "object", "properties": dict(arguments), "required": _required(arguments)}
     body = json_object(grammar, schema, max(MIN_CHARS, chars // max(1, strings)), hint=name)
@@ -107,7 +108,9 @@ def _enum_or_const(schema: Any) -> bool:
 
 def _required(arguments: Mapping[str, Any]) -> list[str]:
     """As the tool-call schemas say (``binding``): an argument without a default is required."""
-    return [n for n, spec in arguments.items() if not (isinstance(spec, Mapping) and "default" in spec)]
+    return [
+        n for n, spec in arguments.items() if not (isinstance(spec, Mapping) and "default" in spec)
+    ]
 
 
 def _answer(grammar: Grammar, lengths: Lengths, answer_schema: Mapping[str, Any] | None) -> str:

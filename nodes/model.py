@@ -85,9 +85,7 @@ def ask(
     ``constraint``: what constrains the reply (``constrained_decoding``)."""
     _log_prompt(messages)
     started = time.perf_counter()
-    message = yield from caller.call(
-        messages, config, stop, limits(deps, state), bound, constraint
-    )
+    message = yield from caller.call(messages, config, stop, limits(deps, state), bound, constraint)
     latency = time.perf_counter() - started
     raw = storable(message_text(message))
     prompt_tokens, completion_tokens, source = count_tokens(deps, messages, message)

@@ -133,9 +133,7 @@ def read(grammar: str) -> dict[str, Node]:
 
 
 def _class_regex(negated: bool, ranges: tuple[tuple[str, str], ...]) -> str:
-    parts = "".join(
-        re.escape(a) if a == b else f"{re.escape(a)}-{re.escape(b)}" for a, b in ranges
-    )
+    parts = "".join(re.escape(a) if a == b else f"{re.escape(a)}-{re.escape(b)}" for a, b in ranges)
     return f"[{'^' if negated else ''}{parts}]"
 
 
@@ -166,9 +164,14 @@ def to_regex(grammar: str) -> re.Pattern[str]:
     return re.compile(rule("root"), re.S)
 
 
-POOL = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-POOL += list(" \t:.,;!?()[]{}<>\"'\\/*_`#-+=|&%$@~^") + ["é", "中", "\U0001f600", "\n"]
-POOL += ["n"] * 12 + [":"] * 6 + ["O"] * 2
+POOL = [
+    *"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    *" \t:.,;!?()[]{}<>\"'\\/*_`#-+=|&%$@~^",
+    *["é", "中", "\U0001f600", "\n"],
+    *["n"] * 12,
+    *[":"] * 6,
+    *["O"] * 2,
+]
 
 
 def _allows(n: Node, c: str) -> bool:

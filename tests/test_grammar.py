@@ -95,7 +95,9 @@ def test_every_reply_the_grammar_allows_is_an_action_or_an_answer(
     kinds = set()
     for text in replies(grammar):
         assert pattern.fullmatch(text)
-        assert clean_reply(text) == text.strip()  # nothing cut as an Observation: the stop never hits
+        assert (
+            clean_reply(text) == text.strip()
+        )  # nothing cut as an Observation: the stop never hits
         parsed = parse_react(text, list(actions))
         assert parsed["kind"] in ("action", "answer"), (text, parsed)
         kinds.add(parsed["kind"])
@@ -253,7 +255,9 @@ ANSWER_SCHEMA: dict[str, Any] = {
 def test_an_answer_schema_makes_the_answer_a_json_value_following_it() -> None:
     for forced in (False, True):
         grammar = checked(
-            react_grammar(SEED, forced=forced, answer_schema=ANSWER_SCHEMA, max_completion_tokens=512)
+            react_grammar(
+                SEED, forced=forced, answer_schema=ANSWER_SCHEMA, max_completion_tokens=512
+            )
         )
         answers = 0
         for text in replies(grammar, 200):
