@@ -116,6 +116,7 @@ test-real-model: $(REAL_STAMP)
 bench-real-model: $(REAL_STAMP)
 	$(PYTHON) bench/real_model.py
 	$(PYTHON) bench/llama_throughput.py
+	$(PYTHON) bench/constrained.py
 
 bench: $(STAMP)
 	$(PYTHON) bench/bench.py

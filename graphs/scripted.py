@@ -10,7 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -91,6 +91,8 @@ class ScriptedChatModel(BaseChatModel):
     latency_s: float = 0.0
     model_name: str = "scripted"
     calls: list[dict[str, Any]] = Field(default_factory=list)
+    takes_extra_body: ClassVar[bool] = True
+    """Its calls take request-body fields (``extra_body``: a grammar), kept in ``calls``."""
     _index: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 

@@ -79,6 +79,31 @@ def _hidden(tool: BaseTool, injected: Mapping[str, Injected]) -> frozenset[str]:
     return getattr(injected.get(tool.name), "hidden", frozenset())
 
 
+def action_arguments(
+    tools: Mapping[str, BaseTool],
+    injected: Mapping[str, Injected],
+    extra_actions: Sequence[tuple[str, str]],
+    notes_limit: int | None,
+) -> dict[str, dict[str, Any] | None]:
+    """Every action with the arguments the model writes (name -> JSON schema), for the step's
+    grammar (``constrained_decoding``): None for a tool whose schema cannot be read; the
+    variant's own actions take their text, at most the run's ``max_notes_chars`` long."""
+    found: dict[str, dict[str, Any] | None] = {}
+    for name, tool in tools.items():
+        try:
+            visible_args(tool, _hidden(tool, injected))
+        except Uncallable:
+            found[name] = None
+            continue
+        found[name] = parameters(tool, _hidden(tool, injected))
+    for name, _ in extra_actions:
+        text: dict[str, Any] = {"type": "string"}
+        if notes_limit is not None:
+            text["maxLength"] = notes_limit
+        found[name] = {"text": text}
+    return found
+
+
 def _function(name: str, description: str, properties: Mapping[str, Any]) -> dict[str, Any]:
     required = [n for n, spec in properties.items() if "default" not in spec]
     schema = {"type": "object", "properties": dict(properties), "required": required}
@@ -136,12 +161,44 @@ def refused(bound: dict[str, Any]) -> dict[str, Any]:
     return {**bound, "tool_choice": "none"} if "tool_choice" in bound else bound
 
 
-def bound_arguments(model: BaseChatModel, schemas: list[dict[str, Any]]) -> dict[str, Any]:
+def _closed(schema: Any, depth: int = 0) -> Any:
+    """A JSON schema with every object closed (``additionalProperties: false``, what strict
+    function schemas ask for), at most a few dozen levels down."""
+    if depth > 32:
+        return schema
+    if isinstance(schema, Mapping):
+        closed = {k: _closed(v, depth + 1) for k, v in schema.items()}
+        if closed.get("type") == "object" or isinstance(closed.get("properties"), Mapping):
+            closed.setdefault("additionalProperties", False)
+        return closed
+    if isinstance(schema, list):
+        return [_closed(v, depth + 1) for v in schema]
+    return schema
+
+
+def strict_schemas(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The function schemas marked ``strict``: the server constrains each call's arguments to
+    its schema (``constrained_decoding="gbnf"`` in the ``tool_calls`` format)."""
+    marked = []
+    for schema in schemas:
+        function = dict(schema["function"])
+        function["parameters"] = _closed(function.get("parameters", {}))
+        function["strict"] = True
+        marked.append({**schema, "function": function})
+    return marked
+
+
+def bound_arguments(
+    model: BaseChatModel, schemas: list[dict[str, Any]], strict: bool = False
+) -> dict[str, Any]:
     """The call arguments ``model.bind_tools(schemas)`` adds (none when it returns the model
-    itself). ValueError, saying what to do, for a model that cannot bind tools, or whose binding
-    is another runnable than the model with call arguments."""
+    itself); ``strict``: each function's arguments constrained to its schema by the server
+    (``constrained_decoding="gbnf"``). ValueError, saying what to do, for a model that cannot
+    bind tools, or whose binding is another runnable than the model with call arguments."""
     try:
-        bound = model.bind_tools(schemas, **binding_options(model))
+        bound = model.bind_tools(
+            strict_schemas(schemas) if strict else schemas, **binding_options(model)
+        )
     except NotImplementedError:
         raise ValueError(
             f"action_format='tool_calls' needs a chat model that can bind tools: "

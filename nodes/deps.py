@@ -14,13 +14,17 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
-from reactgraph.nodes import prompts
+from reactgraph.nodes import constrained, prompts
 from reactgraph.nodes.binding import (
+    action_arguments,
     action_parameters,
     bound_arguments,
     describe_tools,
+    refused,
     tool_schemas,
 )
+from reactgraph.nodes.constrained import Constraint, grammar_constraint
+from reactgraph.nodes.grammar import react_grammar
 from reactgraph.nodes.injection import Injected, injected_args
 from reactgraph.nodes.providers import ModelCaller
 from reactgraph.nodes.run_settings import RunSettings, notes_limit, uses_tool_calls
@@ -112,10 +116,11 @@ class Deps:
     call_params: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Every action with the names of its arguments (reading a native tool call)."""
     _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)
-    _bindings: dict[tuple[str | None, str | None, Any], dict[str, Any]] = field(
+    _bindings: dict[tuple[str | None, str | None, Any, bool], dict[str, Any]] = field(
         default_factory=dict
     )
     _schemas: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
+    _grammars: dict[Any, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _settings_made: dict[int, tuple[Any, RunSettings]] = field(default_factory=dict)
     """The typed settings made from a run's stored settings, by the stored value's identity
@@ -163,26 +168,61 @@ class Deps:
                 remembered(self._schemas, limit, found)
         return found
 
-    def tool_binding(self, caller: ModelCaller, settings: RunSettings) -> dict[str, Any]:
+    def tool_binding(
+        self, caller: ModelCaller, settings: RunSettings, strict: bool = False
+    ) -> dict[str, Any]:
         """The call arguments that bind every action to the caller's model as a tool (the
-        ``tool_calls`` format), made once per model and notes limit; ValueError for a model
-        that cannot bind tools."""
-        key = (settings.model_name, settings.base_url, notes_limit(settings))
+        ``tool_calls`` format), made once per model, notes limit and strictness; ValueError for
+        a model that cannot bind tools."""
+        key = (settings.model_name, settings.base_url, notes_limit(settings), strict)
         with self._lock:
             found = self._bindings.get(key)
         if found is None:
-            found = bound_arguments(caller.model, self.tool_schemas(settings))
+            found = bound_arguments(caller.model, self.tool_schemas(settings), strict)
             with self._lock:
                 remembered(self._bindings, key, found)
         return found
 
+    def step_grammar(self, settings: RunSettings, forced: bool = False) -> str:
+        """The GBNF grammar of one step of this run (``grammar.react_grammar``): its actions,
+        its ``max_completion_tokens``, its notes limit, its answer schema when it has one;
+        made once per those."""
+        schema = settings.answer_schema
+        cap, limit = settings.max_completion_tokens, notes_limit(settings)
+        key = (forced, cap, limit, None if schema is None else repr(schema))
+        with self._lock:
+            found = self._grammars.get(key)
+        if found is None:
+            actions = action_arguments(self.tools, self.injected, self.action_specs, limit)
+            found = react_grammar(
+                actions, forced=forced, answer_schema=schema, max_completion_tokens=cap
+            )
+            with self._lock:
+                remembered(self._grammars, key, found)
+        return found
+
+    def constraint(
+        self, caller: ModelCaller, settings: RunSettings, forced: bool = False
+    ) -> Constraint | None:
+        """What constrains this run's model call (``constrained_decoding``): none when off; in
+        the text format the step's grammar (the answer alone when ``forced``); in the
+        ``tool_calls`` format the tools bound strict (refused when ``forced``)."""
+        if settings.constrained_decoding != "gbnf":
+            return None
+        if uses_tool_calls(settings):
+            strict = self.tool_binding(caller, settings, strict=True)
+            return Constraint(bound=refused(strict) if forced else strict)
+        return grammar_constraint(self.step_grammar(settings, forced))
+
     def check_format(self, settings: RunSettings) -> None:
         """ValueError when the settings ask for the ``tool_calls`` format of a model that
-        cannot bind tools (a run naming another model gets an OpenAI-compatible one, which
-        can)."""
-        if not uses_tool_calls(settings):
+        cannot bind tools, or for ``constrained_decoding`` of a model that cannot carry it (a
+        run naming another model gets an OpenAI-compatible one, which can both)."""
+        if settings.model_name or settings.base_url:
             return
-        if not settings.model_name and not settings.base_url:
+        if settings.constrained_decoding == "gbnf":
+            constrained.check_model(self.model, uses_tool_calls(settings))
+        if uses_tool_calls(settings):
             self.tool_binding(self.caller, settings)
 
     @property

@@ -14,8 +14,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import prompts, tracing
+from reactgraph.nodes import constrained, prompts, tracing
 from reactgraph.nodes.binding import refused
+from reactgraph.nodes.constrained import Constraint
 from reactgraph.nodes.deps import Deps, model_name
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.parsing import clean_reply, parse_react
@@ -77,18 +78,26 @@ def ask(
     state: State,
     bound: Mapping[str, Any] | None = None,
     purpose: str = "turn",
+    constraint: Constraint | None = None,
 ) -> Generator[Effect, Any, ModelReply]:
     """One model call, retried on transient faults as the run's settings say, its reply capped
     at ``max_completion_tokens``, as a ``ModelReply``: the text cleaned (reasoning dropped, cut
     at 'Observation:', made storable) with its token counts, and whether the cap cut it. With
     ``bound`` (the tools bound: the ``tool_calls`` format) it holds the reply's tool calls.
-    ``purpose`` (``turn``, ``summary``, ``forced``) marks the call's span in a traced run."""
+    ``purpose`` (``turn``, ``summary``, ``forced``) marks the call's span in a traced run;
+    ``constraint``: what constrains the reply (``constrained_decoding``)."""
     _log_prompt(messages)
     span = tracing.chat_started(state, model_name(caller.model), purpose, messages)
     started = time.perf_counter()
     try:
         message = yield from caller.call(
-            messages, config, stop, limits(deps, state), bound, span.retry if span else None
+            messages,
+            config,
+            stop,
+            limits(deps, state),
+            bound,
+            span.retry if span else None,
+            constraint,
         )
     except Exception as error:
         tracing.chat_failed(span, error)
@@ -111,6 +120,8 @@ def ask(
     )
     if bound is not None:
         reply["tool_calls"] = calls_of(message)
+    if constraint is not None and not constrained.refused(caller.url):
+        constrained.check_reply(caller.url, constraint, raw, cut)
     tracing.chat_ended(span, reply)
     return reply
 
@@ -191,11 +202,16 @@ def call_model(
     settings = deps.run_settings(state)
     messages = render_prompt(state, deps.view, deps.tool_descriptions, settings)
     caller = deps.caller_for(settings)
+    constraint = deps.constraint(caller, settings)
     if uses_tool_calls(settings):
         bound = deps.tool_binding(caller, settings)
-        reply = yield from ask(deps, caller, messages, config, None, state, bound)
+        reply = yield from ask(
+            deps, caller, messages, config, None, state, bound, constraint=constraint
+        )
     else:
-        reply = yield from ask(deps, caller, messages, config, STOP, state)
+        reply = yield from ask(
+            deps, caller, messages, config, STOP, state, None, constraint=constraint
+        )
     return {"reply": reply, "parsed": None}
 
 
@@ -230,13 +246,18 @@ def force_answer(
         HumanMessage(demand),
     ]
     caller = deps.caller_for(settings)
+    constraint = deps.constraint(caller, settings, forced=True)
     if uses_tool_calls(settings):
         bound = refused(deps.tool_binding(caller, settings))
-        reply = yield from ask(deps, caller, messages, config, None, state, bound, "forced")
+        reply = yield from ask(
+            deps, caller, messages, config, None, state, bound, "forced", constraint
+        )
         parsed = read_tool_calls(reply["text"], reply.get("tool_calls") or [], deps.call_params)
         answer = parsed["answer"] if parsed["kind"] == "answer" else None
     else:
-        reply = yield from ask(deps, caller, messages, config, STOP, state, purpose="forced")
+        reply = yield from ask(
+            deps, caller, messages, config, STOP, state, None, "forced", constraint
+        )
         parsed = parse_react(reply["text"], deps.action_names)
         answer = _text_answer(parsed, reply["text"])
     update: dict[str, Any] = {}

@@ -23,7 +23,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import streamchoice
+from reactgraph.nodes import constrained, streamchoice
+from reactgraph.nodes.constrained import Constraint
 from reactgraph.nodes.effects import Effect, Pause
 from reactgraph.nodes.replies import MalformedReply, StreamCut
 from reactgraph.nodes.run_settings import RunSettings
@@ -158,10 +159,16 @@ class ModelCaller:
         self._tools_plain = False  # its server cut a stream of a call with tools bound
         self._lock = threading.Lock()
 
-    def _arguments(self, stop: list[str] | None, limits: Limits) -> dict[str, Any]:
+    def _arguments(
+        self, stop: list[str] | None, limits: Limits, body: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         arguments: dict[str, Any] = {"stop": stop} if stop and self._stop_ok else {}
         if limits.max_completion_tokens is not None:
             arguments.update(cap_arguments(self.model, limits.max_completion_tokens))
+        if body:
+            # The call's extra_body replaces the model's own: both go, with the cap's.
+            own = getattr(self.model, "extra_body", None) or {}
+            arguments["extra_body"] = {**own, **arguments.get("extra_body", {}), **body}
         return arguments
 
     def _on_error(
@@ -203,15 +210,22 @@ class ModelCaller:
         limits: Limits | None = None,
         bound: Mapping[str, Any] | None = None,
         on_retry: Callable[[int, BaseException, float], None] | None = None,
+        constraint: Constraint | None = None,
     ) -> Generator[Effect, Any, Any]:
         """The model's reply message, with the quirks handled (a node body's ``yield from``).
         ``bound``: call arguments of the model's ``bind_tools`` (the tools), sent with each
-        attempt; ``on_retry(attempt, error, delay)`` is told of each retry (the traces)."""
+        attempt; ``on_retry(attempt, error, delay)`` is told of each retry (the traces).
+        ``constraint``: what constrains the reply (``constrained_decoding``), unless this server
+        rejected it: then it is sent without, once told (``constrained``)."""
         limits = limits or Limits()
         attempt, plain = 0, bool(bound) and self._tools_plain
+        active = constraint is not None and not constrained.refused(self.url)
         while True:
             attempt += 1
-            arguments = {**(bound or {}), **self._arguments(stop, limits)}
+            chosen = constraint if active else None
+            tools = bound if chosen is None or chosen.bound is None else chosen.bound
+            body = chosen.body if chosen is not None else None
+            arguments = {**(tools or {}), **self._arguments(stop, limits, body)}
             call = ModelCall(self.model, messages, config, arguments, self.deadline, plain)
             try:
                 return (yield call)
@@ -230,6 +244,10 @@ class ModelCaller:
                     self._tools_plain = True
                 attempt, plain = attempt - 1, True
             except Exception as error:
+                if active and constrained.rejects(error):
+                    constrained.note_refused(self.url, error)
+                    active, attempt = False, attempt - 1  # asked again at once: not a retry
+                    continue
                 delay = self._on_error(error, attempt, stop, limits)
                 if on_retry is not None:
                     on_retry(attempt, error, delay)

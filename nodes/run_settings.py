@@ -212,6 +212,13 @@ class RunSettings:
         metavar="TOOL=N",
         flag="--tool-call-limit",
     )
+    constrained_decoding: Literal["off", "gbnf"] = knob(
+        "off",
+        "Replies constrained by the server to the ReAct format: off, or gbnf (a grammar built "
+        "from the run's tools, sent as llama.cpp's grammar and vLLM's structured_outputs; in "
+        "the tool_calls format, strict tool schemas). A server that rejects it: one warning, "
+        "and the run goes on unconstrained.",
+    )
 
     @classmethod
     def of(cls: type[T], values: Mapping[str, Any]) -> T:

@@ -86,13 +86,14 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Any:
 def openai_server() -> Any:
     """A local OpenAI-compatible server for the test, closed afterwards; what was found out
     about the server at its address is forgotten (a later test's may get the same port)."""
-    from reactgraph.nodes import streamchoice
+    from reactgraph.nodes import constrained, streamchoice
     from tests.fakes import FakeOpenAIServer
 
     server = FakeOpenAIServer()
     yield server
     server.close()
     streamchoice.forget()
+    constrained.forget()
 
 
 @pytest.fixture

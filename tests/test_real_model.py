@@ -112,6 +112,62 @@ def test_every_variant_ends_with_a_known_status(server: LlamaServer, variant: st
     assert streamchoice.mode(model(server)) == "plain"
 
 
+# The bundled questions' first three: what the benchmark asks too (bench/real_model.py).
+BUNDLED = [
+    json.loads(line)["question"]
+    for line in (Path(__file__).resolve().parents[1] / "graphs/app/eval/bundled.jsonl")
+    .read_text()
+    .splitlines()[:3]
+]
+
+
+def check_constrained(result: dict[str, Any], variant: str, source: str | None = "usage") -> None:
+    """Every turn of a run under the grammar read as an action or an answer: none invalid,
+    every reply a Thought line then an Action of a real action or a Final Answer."""
+    assert result["status"] in ends_of(REGISTRY[variant])
+    names = ["search", "lookup", "calculator", *(a.name for a in REGISTRY[variant].actions)]
+    for turn in result["turns"]:
+        assert turn["kind"] != "invalid", turn
+        assert turn["reply"].startswith("Thought: "), turn["reply"]
+        assert not turn.get("cut"), turn
+        if turn["kind"] == "action":
+            assert turn["action"] in names
+    check_turns(result, source)
+
+
+@pytest.mark.parametrize("variant", list(REGISTRY))
+def test_with_gbnf_no_turn_is_invalid_in_any_variant(server: LlamaServer, variant: str) -> None:
+    built = graph(server, variant, max_turns=3, constrained_decoding="gbnf")
+    first = built.invoke({"question": BUNDLED[0]})
+    check_constrained(first, variant)
+
+    async def main() -> list[dict[str, Any]]:
+        return await asyncio.gather(*(built.ainvoke({"question": q}) for q in BUNDLED[1:]))
+
+    for result in asyncio.run(main()):
+        check_constrained(result, variant)
+
+
+def test_with_gbnf_a_streamed_reply_follows_the_grammar(server: LlamaServer) -> None:
+    built = graph(server, "transcript", stream=True, max_turns=1, constrained_decoding="gbnf")
+
+    async def main() -> tuple[list[str], dict[str, Any]]:
+        pieces, final = [], {}
+        stream = built.astream({"question": QUESTION}, stream_mode=["messages", "values"])
+        async for mode, data in stream:
+            if mode == "values":
+                final = data
+                continue
+            message, _metadata = data
+            if type(message).__name__ == "AIMessageChunk" and message.content:
+                pieces.append(message.content)
+        return pieces, final
+
+    pieces, result = asyncio.run(main())
+    assert len(pieces) > 3 and "".join(pieces).startswith("Thought: ")
+    check_constrained(result, "transcript", source=None)  # a stream has no usage here
+
+
 def opening_tokens() -> int:
     """The first prompt's tokens, as the compaction variant counts them."""
     text = prompts.REACT_PROMPT.format(tool_descriptions=describe_tools(tools()), question=QUESTION)

@@ -24,6 +24,7 @@ A 135M model cannot answer the questions: these check the protocol, never accura
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -117,6 +118,21 @@ def test_every_variant_with_native_tool_calls(server: LlamaServer, variant: str)
     print(f"\n{variant}: {result['status']}; tool calls {[(c['name'], c['args']) for c in made]}")
     assert made, "the model called no tool"  # the server's grammar lets it choose one
     assert all(c["name"] in {"search", "lookup", "calculator", "update_notes"} for c in made)
+
+
+def test_gbnf_binds_the_tools_strict_and_the_server_takes_them(
+    server: LlamaServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The server constrains tool-call arguments to their schemas itself; the strict schemas
+    # (closed objects) are taken, not rejected: no warning, and the calls follow them.
+    built = graph(server, "transcript", max_turns=2, constrained_decoding="gbnf")
+    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.constrained"):
+        result = built.invoke({"question": QUESTION})
+    made = check(result, "transcript")
+    assert not caplog.records, caplog.text
+    assert made and all(c["name"] in {"search", "lookup", "calculator"} for c in made)
+    for made_call in made:
+        assert set(made_call["args"]) <= {"query", "keyword", "expression"}
 
 
 def request(stream: bool) -> dict[str, Any]:

@@ -119,6 +119,12 @@ PROBES: dict[str, Probe] = {
     "action_format": Probe(
         {}, {"action_format": "tool_calls"}, lambda r: (r["_model"].bound[0], r["answer"])
     ),
+    # Each call's request body carries the step's grammar (the scripted model records it).
+    "constrained_decoding": Probe(
+        {},
+        {"constrained_decoding": "gbnf"},
+        lambda r: [sorted(c["options"].get("extra_body") or {}) for c in r["_model"].calls],
+    ),
     "model_name": Probe(
         {},
         {"model_name": "other-model"},
