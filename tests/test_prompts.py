@@ -44,6 +44,8 @@ FIELDS = {
     "action": "search[Eiffel Tower]",
     "reason": "not that one",
     "input": "x",
+    "answer": "your answer",
+    "where": " at http://127.0.0.1:8000/v1",
 }
 TEMPLATES = {
     name: value

@@ -18,6 +18,7 @@ from reactgraph.app.live import start, stream_run
 from reactgraph.app.options import UsageError, build_for, held, make_model, run_settings
 from reactgraph.app.recipe import Recipe
 from reactgraph.app.viewing import load_record
+from reactgraph.nodes.compaction import FALLBACK_WINDOW
 from reactgraph.nodes.standing import AWAITING
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.storage.backends import database_backend
@@ -25,6 +26,9 @@ from reactgraph.storage.database import RunRecord, new_record, open_db
 from reactgraph.storage.locks import lease_saver
 from reactgraph.storage.snapshots import read_thread
 from reactgraph.tools import default_tools
+
+# The profile of the stand-in model that checks a batch's or an eval's graphs before any run.
+STAND_IN_PROFILE = {"max_input_tokens": FALLBACK_WINDOW}
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -160,6 +164,8 @@ def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> 
         for name in variants or [args.variant]:
             # What only a built graph can tell (--approve naming a tool there is not, a tool
             # named as a variant's own action): one line now, not a failed run per question.
+            # The stand-in states a context window, so nothing looks its own up (or warns that
+            # it cannot): the real model's is looked up, once, where the runs are made.
             record = dataclasses.replace(recipe, variant=name).record("check", "check")
-            build_for(record, ScriptedChatModel(replies=[]))
+            build_for(record, ScriptedChatModel(replies=[], profile=STAND_IN_PROFILE))
     return recipe
