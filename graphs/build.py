@@ -22,6 +22,11 @@ from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
 from reactgraph.settings import check_all, context_schema
 from reactgraph.variants import variant as find_variant
 
+VARIANT_KEY = "reactgraph_variant"
+"""The checkpoint metadata key naming the variant whose graph wrote the checkpoint."""
+MODEL_KEY = "reactgraph_model"
+"""The checkpoint metadata key naming the model the graph was built with."""
+
 
 def _openai_compatible(name: str, base_url: str | None) -> BaseChatModel:
     """A run's context may name another model: an OpenAI-compatible one, by name and URL."""
@@ -95,4 +100,7 @@ def build_graph(
     schema = context_schema(variant, spec.settings, every, also=also)
     builder = assemble(spec, deps, schema)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=variant)
-    return adopt(compiled)
+    # Every checkpoint's metadata names the variant (and model) that wrote it, so a thread run
+    # from Python, which has no run record, is still listed and read by the command line.
+    made_by = {VARIANT_KEY: variant, MODEL_KEY: model_name(model) or type(model).__name__}
+    return adopt(compiled.with_config(metadata=made_by))

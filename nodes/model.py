@@ -126,6 +126,12 @@ def warn_no_tool_calls(url: str | None) -> None:
     logger.warning(prompts.NO_TOOL_CALLS.format(where=f" at {url}" if url else ""))
 
 
+def forget_no_tool_calls() -> None:
+    """Forget which servers were warned about (a test's server may reuse an old one's port)."""
+    with _no_tool_calls_lock:
+        _NO_TOOL_CALLS.clear()
+
+
 def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedReply:
     """The parse of a reply in the run's action format; a reply cut at the cap is never acted
     on: its reading is a correction asking for one short Action."""

@@ -255,4 +255,6 @@ def test_the_drawings_are_the_variants() -> None:
 
     drawings = ROOT / "docs" / "images" / "drawings"
     assert {p.stem for p in drawings.glob("*.png")} == set(VARIANTS)
-    assert all(f"images/drawings/{v}.png" in (ROOT / "docs" / "variants.md").read_text() for v in VARIANTS)
+    assert all(
+        f"images/drawings/{v}.png" in (ROOT / "docs" / "variants.md").read_text() for v in VARIANTS
+    )

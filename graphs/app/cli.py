@@ -113,13 +113,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def package_version() -> str:
-    """The installed version (``pip install -e`` counts)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The installed version (``pip install -e`` counts): ``reactgraph.__version__``."""
+    import reactgraph
 
-    try:
-        return version("reactgraph")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    return reactgraph.__version__
 
 
 class Version(argparse.Action):
