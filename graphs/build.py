@@ -47,7 +47,7 @@ def build_graph(
     """Build and compile one variant of the ReAct loop.
 
     ``variant`` is one of ``reactgraph.VARIANTS``. ``settings`` are the variant's own (its
-    spec's ``settings``, ``reactgraph.REGISTRY[variant]``; the README has the table); a setting
+    spec's ``settings``, ``reactgraph.REGISTRY[variant]``; the docs have the table); a setting
     of another variant, or a bad value, raises ``ValueError``/``TypeError``. ``store`` keeps the
     notes of the notes variants in a LangGraph store instead of files; ``token_counter`` and
     ``summarizer`` serve the compaction variants (default: tiktoken, and the model itself).

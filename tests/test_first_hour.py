@@ -181,6 +181,8 @@ def test_threads_made_from_python_are_listed_and_shown(variant: str, tmp_path: P
     assert shown.returncode == 0, shown.stderr
     assert f"Thread py-1 ({variant}, model scripted)" in shown.stdout
     assert DEMO_QUESTION in shown.stdout and "48" in shown.stdout
+    resumed = run_main("resume", "py-1", "--db", db, "--base-url", "http://127.0.0.1:9/v1")
+    assert resumed.returncode == 2 and "was run from Python" in resumed.stderr, resumed.stderr
 
 
 def build_graph_objects(variant: str) -> set[str]:

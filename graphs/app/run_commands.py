@@ -17,7 +17,7 @@ from reactgraph.app.hints import saved_hint
 from reactgraph.app.live import start, stream_run
 from reactgraph.app.options import UsageError, build_for, held, make_model, run_settings
 from reactgraph.app.recipe import Recipe
-from reactgraph.app.viewing import load_record
+from reactgraph.app.viewing import load_record, python_record
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
 from reactgraph.nodes.standing import AWAITING
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
@@ -71,6 +71,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if not database_backend(args.db).exists(args.db):
         raise UsageError(f"no database at {args.db}")  # nothing to resume; create nothing
     with open_db(args.db) as (saver, store), held(args.db, args.thread) as lease:
+        if RunRecord.load(store, args.thread) is None and python_record(saver, args.thread):
+            # Its tools and settings are the Python program's: only that program can go on.
+            raise UsageError(
+                f"thread {args.thread!r} was run from Python, so its tools are unknown here: "
+                "resume it from Python with graph.invoke(None, config) on that thread"
+            )
         record = load_record(store, args.thread, args.db)
         name, url = args.model or record.model, args.base_url or record.base_url
         model = make_model(name, url, args.timeout)
