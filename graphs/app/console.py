@@ -191,10 +191,13 @@ def print_threads(
         (record.thread_id, record.variant, status, "?" if turns is None else str(turns), record)
         for record, status, turns in rows
     ]
-    wide = {
-        name: max(len(name), *(len(row[i]) for row in cells))
-        for i, name in enumerate(("thread", "variant", "status", "turns"))
+    columns_text = {
+        "thread": [row[0] for row in cells],
+        "variant": [row[1] for row in cells],
+        "status": [row[2] for row in cells],
+        "turns": [row[3] for row in cells],
     }
+    wide = {name: max(len(name), *map(len, texts)) for name, texts in columns_text.items()}
     columns = terminal_width()
     fixed = wide["thread"] + wide["status"] + wide["turns"] + 3 * _GAP
     room = columns - fixed

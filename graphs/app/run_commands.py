@@ -9,6 +9,8 @@ import os
 import uuid
 from typing import Any
 
+from langchain_core.language_models import ModelProfile
+
 from reactgraph import build_graph
 from reactgraph.app import console as out
 from reactgraph.app import interrupts
@@ -28,7 +30,7 @@ from reactgraph.storage.snapshots import read_thread
 from reactgraph.tools import default_tools
 
 # The profile of the stand-in model that checks a batch's or an eval's graphs before any run.
-STAND_IN_PROFILE = {"max_input_tokens": FALLBACK_WINDOW}
+STAND_IN_PROFILE = ModelProfile(max_input_tokens=FALLBACK_WINDOW)
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
