@@ -211,7 +211,7 @@ class _Run:
             for index, question in enumerate(todo):
                 pending[index] = question
                 thread = question.thread(prefix)
-                yield Job(index, question.text, thread, name=f"question {question.key}")
+                yield Job(index, question.text, thread, None, f"question {question.key}")
 
         runner = functools.partial(open_runner, self.recipe)
         flight = Flight()
