@@ -22,7 +22,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test typecheck test-quick test-kills test-browser test-cluster test-traces test-real-model test-timing bench bench-real-model drawings format notebooks
+.PHONY: demo test docs typecheck test-quick test-kills test-browser test-cluster test-traces test-real-model test-timing bench bench-real-model drawings format notebooks
 
 # The real-model tests: llama-cpp-python's server from the prebuilt wheel in ../shared/wheels/
 # (built from the PyPI sdist 0.3.36 with GGML_NATIVE=OFF), else built from source (slow: a C++
@@ -53,6 +53,16 @@ test: $(STAMP)
 	$(PYTHON) -m ruff format --check .
 	$(MAKE) --no-print-directory typecheck
 	$(PYTHON) -m pytest $(XDIST) -m "not browser and not cluster and not ray and not kills and not traces"
+
+# The documentation site in site/: --strict fails on a broken link, a missing page or picture,
+# and a docstring mkdocstrings cannot render.
+DOCS := $(VENV)/.docs
+$(DOCS): $(STAMP)
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,docs]"
+	touch $(DOCS)
+
+docs: $(DOCS)
+	$(PYTHON) -m mkdocs build --strict --site-dir site
 
 # Real processes killed (SIGKILL) or interrupted (Ctrl-C) at every moment, and what they left.
 test-kills: $(STAMP)
@@ -123,7 +133,7 @@ bench: $(STAMP)
 
 drawings: $(STAMP)
 	for variant in $$($(PYTHON) -c "from reactgraph import VARIANTS; print(*VARIANTS)"); do \
-		$(VENV)/bin/reactgraph graph $$variant --png notebooks/drawings/$$variant.png; done
+		$(VENV)/bin/reactgraph graph $$variant --png docs/images/drawings/$$variant.png; done
 
 # Opens JupyterLab on the notebooks (the notebooks extra: kept out of the test tools, as its
 # jsonschema plugins cost every process that imports jsonschema two seconds of CPU).

@@ -24,6 +24,11 @@ from reactgraph.nodes.typed_answer import schema_of
 from reactgraph.settings import at_least, check_all, context_schema, names
 from reactgraph.variants import variant as find_variant
 
+VARIANT_KEY = "reactgraph_variant"
+"""The checkpoint metadata key naming the variant whose graph wrote the checkpoint."""
+MODEL_KEY = "reactgraph_model"
+"""The checkpoint metadata key naming the model the graph was built with."""
+
 
 def _openai_compatible(name: str, base_url: str | None) -> BaseChatModel:
     """A run's context may name another model: an OpenAI-compatible one, by name and URL."""
@@ -46,7 +51,7 @@ def build_graph(
     """Build and compile one variant of the ReAct loop.
 
     ``variant`` is one of ``reactgraph.VARIANTS``. ``settings`` are the variant's own (its
-    spec's ``settings``, ``reactgraph.REGISTRY[variant]``; the README has the table); a setting
+    spec's ``settings``, ``reactgraph.REGISTRY[variant]``; the docs have the table); a setting
     of another variant, or a bad value, raises ``ValueError``/``TypeError``. ``store`` keeps the
     notes of the notes variants in a LangGraph store instead of files; ``token_counter`` and
     ``summarizer`` serve the compaction variants (default: tiktoken, and the model itself).
@@ -115,4 +120,7 @@ def build_graph(
     schema = context_schema(variant, spec.settings, every, also=also, floors={"approve": floor})
     builder = assemble(spec, deps, schema)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=variant)
-    return adopt(compiled)
+    # Every checkpoint's metadata names the variant (and model) that wrote it, so a thread run
+    # from Python, which has no run record, is still listed and read by the command line.
+    made_by = {VARIANT_KEY: variant, MODEL_KEY: model_name(model) or type(model).__name__}
+    return adopt(compiled.with_config(metadata=made_by))

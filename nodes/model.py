@@ -7,8 +7,9 @@ the I/O itself.
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -126,6 +127,33 @@ def ask(
     return reply
 
 
+# The servers already said to write their Actions as text (warned once per process each).
+_NO_TOOL_CALLS: set[str | None] = set()
+_no_tool_calls_lock = threading.Lock()
+
+
+def wrote_its_action(text: str, names: Sequence[str]) -> bool:
+    """Whether a reply with no tool call wrote an Action all the same: the text format's
+    ``Action: tool[input]`` line, or a ``<tool_call>`` block a server left unread (what a
+    model does on a server that does not return tool calls)."""
+    return "<tool_call>" in text or parse_react(text, names)["kind"] == "action"
+
+
+def warn_no_tool_calls(url: str | None) -> None:
+    """Say once per server that it answers with Actions written as text, not tool calls."""
+    with _no_tool_calls_lock:
+        if url in _NO_TOOL_CALLS:
+            return
+        _NO_TOOL_CALLS.add(url)
+    logger.warning(prompts.NO_TOOL_CALLS.format(where=f" at {url}" if url else ""))
+
+
+def forget_no_tool_calls() -> None:
+    """Forget which servers were warned about (a test's server may reuse an old one's port)."""
+    with _no_tool_calls_lock:
+        _NO_TOOL_CALLS.clear()
+
+
 def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedReply:
     """The parse of a reply in the run's action format; a reply cut at the cap is never acted
     on: its reading is a correction asking for one short Action. With an answer schema, an
@@ -134,6 +162,8 @@ def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedRe
     names = deps.action_names
     if native:
         parsed = read_tool_calls(reply["text"], reply.get("tool_calls") or [], deps.call_params)
+        if not reply.get("tool_calls") and wrote_its_action(reply["text"], names):
+            warn_no_tool_calls(deps.caller_for(settings).url)
     else:
         parsed = parse_react(reply["text"], names)
     if not reply.get("cut"):

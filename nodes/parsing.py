@@ -133,9 +133,30 @@ def _answer(after: str, thought: str | None) -> ParsedReply:
         answer = answer.strip(_EDGE_DECOR + "`")
     if not answer:
         return _invalid(prompts.EMPTY_ANSWER, thought)
+    if is_placeholder(answer):
+        return _invalid(prompts.PLACEHOLDER_ANSWER.format(answer=answer), thought)
     return ParsedReply(
         kind="answer", thought=thought, action=None, action_input=None, answer=answer, error=None
     )
+
+
+def is_placeholder(answer: str) -> bool:
+    """Whether an answer is the prompt's placeholder copied (``your answer``, in any case,
+    in brackets, quotes or emphasis, with a full stop): at most a few dozen characters read."""
+    if len(answer) > 40:
+        return False
+    words = " ".join(answer.strip(_EDGE_DECOR + "`'\"<>[]().!").lower().split())
+    return words in prompts.ANSWER_PLACEHOLDERS
+
+
+_PLACEHOLDER_HEAD = prompts.PLACEHOLDER_ANSWER.split("{", 1)[0]
+
+
+def refused_answer(parsed: ParsedReply) -> bool:
+    """Whether a reading is a Final Answer line refused for what it holds (nothing, or the
+    format's placeholder), rather than a reply with no answer line at all."""
+    error = parsed["error"] or ""
+    return error == prompts.EMPTY_ANSWER or error.startswith(_PLACEHOLDER_HEAD)
 
 
 def _invalid(error: str, thought: str | None) -> ParsedReply:

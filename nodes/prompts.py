@@ -106,6 +106,14 @@ TWO_ACTIONS = (
     "Action line and wait for its Observation."
 )
 EMPTY_ANSWER = "Your Final Answer was empty. Write the answer after 'Final Answer:'."
+# The words the prompts' format lines hold where the answer goes: a reply that gives them as
+# its answer has copied the format, not answered (``PLACEHOLDER_ANSWER`` tells it so).
+ANSWER_PLACEHOLDERS = ("your answer", "your final answer", "the final answer")
+PLACEHOLDER_ANSWER = (
+    "Your Final Answer was '{answer}', the placeholder of the format, not an answer. Write the "
+    "actual answer to the question after 'Final Answer:', or take an action if you do not "
+    "know it yet."
+)
 
 # Corrective Observations of the tool_calls format (each answers a tool call, as its result).
 ONE_ACTION_PER_TURN = (
@@ -123,6 +131,14 @@ BAD_CALL_ARGS = (
 REPLY_CUT_TOOLS = (
     "Your reply was cut off at {limit} before it ended. Keep it short: a Thought of a sentence "
     "or two and one tool call (or your final answer, with no tool call). Valid tools: {valid}."
+)
+
+# The warning (once per server) when action_format="tool_calls" gets Actions written as text.
+NO_TOOL_CALLS = (
+    "the model{where} wrote its Action as text instead of calling a tool: its server does not "
+    "return tool calls (llama-cpp-python's needs --chat_format chatml-function-calling; vLLM's "
+    "--enable-auto-tool-choice and a --tool-call-parser), so such replies are taken as answers; "
+    "enable tool calls there, or use action_format=text (--action-format text)"
 )
 
 # Observations for tool calls that did not produce a result.

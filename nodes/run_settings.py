@@ -124,9 +124,9 @@ class RunSettings:
     )
     action_format: Literal["text", "tool_calls"] = knob(
         "text",
-        "How the model gives its Action: text (an Action: tool_name[input] line, the seed's "
-        "prompt) or tool_calls (the tools bound with bind_tools; a reply with no tool call is "
-        "the answer).",
+        "How the model gives its Action: text (an Action: tool_name[input] line in its reply) "
+        "or tool_calls (the model's native tool calls; a reply with no tool call is the "
+        "answer).",
     )
     approve: tuple[str, ...] = knob(
         (),
@@ -268,7 +268,7 @@ class CompactionSettings(RunSettings):
     keep_turns: int = knob(3, "Recent turns kept word for word through a compaction.", minimum=0)
     context_window: int | None = knob(
         None,
-        "The model's context window in tokens (default: looked up from the model's name).",
+        "The model's context window in tokens (unset: looked up from the model's name).",
         minimum=1,
         unset="looked up",
     )

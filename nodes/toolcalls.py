@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reactgraph.nodes import prompts
-from reactgraph.nodes.parsing import canonical_name, parse_react
+from reactgraph.nodes.parsing import canonical_name, parse_react, refused_answer
 from reactgraph.nodes.state import ParsedReply, ToolCallRecord
 from reactgraph.nodes.storable import storable
 
@@ -213,6 +213,6 @@ def read_tool_calls(
     if not text.strip():
         return _reading("invalid", None, error=prompts.EMPTY_REPLY_TOOLS.format(valid=valid))
     parsed = parse_react(text, ())
-    if parsed["kind"] == "answer" or parsed["error"] == prompts.EMPTY_ANSWER:
+    if parsed["kind"] == "answer" or refused_answer(parsed):
         return parsed
     return _reading("answer", None, answer=text.strip())

@@ -8,7 +8,8 @@ after which the thread still loads; and on the notes variants, how a notes updat
 
 Run by ``make test-browser`` (and CI). Where Chromium, npm, Playwright or the client's source
 is missing, it skips saying why; in CI (``CI=true``) it fails instead. A failed check saves a
-screenshot to ``build/browser/``.
+screenshot to ``build/browser/``. With ``REACTGRAPH_DOCS_SHOTS=1`` the first variant's
+approval card is saved to ``docs/images/approval-card.png`` too (the picture the docs show).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from tests.langgraph_dev import CHAT_GRAPHS, ROOT, langgraph_dev
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 SHOTS = ROOT / "build" / "browser"
+# With REACTGRAPH_DOCS_SHOTS=1 the approval card is also saved where the docs show it.
+DOCS_SHOTS = os.environ.get("REACTGRAPH_DOCS_SHOTS") == "1"
+APPROVAL_CARD = ROOT / "docs" / "images" / "approval-card.png"
 # Two animation frames: React has committed every update that was pending when it was asked.
 RENDERED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 TRAFFIC: dict[int, Traffic] = {}  # each page's requests to the server (the ``page`` fixture)
@@ -371,6 +375,9 @@ def test_agent_chat_ui_approves_edits_and_rejects_an_action(
     decide(page, f"Send hello ({variant})", "hello")
     expect(page.get_by_text("Action: send[hello]")).to_be_visible()
     shot(page, f"{variant}-approval-asked")
+    if DOCS_SHOTS and variant == VARIANTS[0]:
+        # The page's viewport as a person sees it: the Action, and the card under it.
+        page.screenshot(path=str(APPROVAL_CARD))
     page.get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_text("Final Answer: sent hello")).to_be_visible()
     expect(page.get_by_text("Edit/Approve")).to_have_count(0)

@@ -1,6 +1,6 @@
-"""The small things a new user meets first: --version, defaults in --help, the README matching
---help, drawings to a bad path, --context-window, warnings said once and in one line, the
-threads listing, and how to open the notebooks."""
+"""The small things a new user meets first: --version, defaults in --help, the docs' command
+block matching --help, drawings to a bad path, --context-window, warnings said once and in one
+line, the threads listing, and how to open the notebooks."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def test_help_shows_the_defaults() -> None:
 
 
 def readme_commands() -> dict[str, str]:
-    """Each command's text in the README's command-line block (its line and continuations)."""
-    readme = (REPO / "README.md").read_text("utf-8")
+    """Each command's text in the docs' command-line block (its line and continuations)."""
+    readme = (REPO / "docs" / "cli.md").read_text("utf-8")
     section = readme.split("## The command line", 1)[1].split("\n## ", 1)[0]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
     commands: dict[str, str] = {}
@@ -205,9 +205,9 @@ def test_make_notebooks_opens_jupyterlab() -> None:
     extras = pyproject["project"]["optional-dependencies"]
     assert any(requirement.startswith("jupyterlab") for requirement in extras["notebooks"])
     # Not among the test tools: its jsonschema plugins cost every MCP server and Ray process
-    # seconds of CPU at import (see the README's "The test suite").
+    # seconds of CPU at import (see bench/README.md).
     assert not any(requirement.startswith("jupyterlab") for requirement in extras["dev"])
-    assert "make notebooks" in (REPO / "README.md").read_text("utf-8")
+    assert "make notebooks" in (REPO / "docs" / "getting-started.md").read_text("utf-8")
     jupyter = REPO / ".venv" / "bin" / "jupyter"
     if (REPO / ".venv" / "bin" / "jupyter-lab").exists():  # `jupyter` alone comes with nbclient
         lab = subprocess.run([str(jupyter), "lab", "--version"], capture_output=True, text=True)

@@ -1,12 +1,12 @@
 """Known problems of `langgraph dev`, pinned. When one of these tests fails, upstream fixed it:
-drop the README's warning and the test.
+drop the warning in docs/chat-clients.md and the test.
 
 - After a thread with checkpoints is deleted, the in-memory runtime (``langgraph_runtime_inmem``)
   replaces its persisted checkpoint ``writes`` with a plain dict, so later writes are no longer
   saved to disk. After a restart, a later thread's delta-channel state (``turns``, ``messages``)
   comes back empty.
 
-What the README says of a SIGKILL holds too: its periodic writes to ``.langgraph_api/`` (every
+What the docs say of a SIGKILL holds too: its periodic writes to ``.langgraph_api/`` (every
 10 s) keep the checkpoints (``langgraph-runtime-inmem`` 0.36 and later; earlier releases left
 them out, and every thread came back without its state), so a SIGKILL loses at most the steps
 since the last write."""
@@ -55,7 +55,7 @@ def test_a_thread_delete_stops_the_dev_server_saving_checkpoint_writes(
     # The upstream fault: the writes the delta channels are rebuilt from were not.
     assert not after_delete.get("messages") and not after_delete.get("turns"), (
         "langgraph dev now keeps checkpoint writes after a thread delete: "
-        "remove the README's warning and this test"
+        "remove the warning in docs/chat-clients.md and this test"
     )
 
 

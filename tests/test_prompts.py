@@ -54,6 +54,7 @@ FIELDS = {
     "count": 3,
     "spent": 960,
     "unit": "tokens",
+    "where": " at http://127.0.0.1:8000/v1",
 }
 TEMPLATES = {
     name: value

@@ -210,7 +210,8 @@ class _Run:
         def jobs() -> Iterator[Job]:
             for index, question in enumerate(todo):
                 pending[index] = question
-                yield Job(index, question.text, question.thread(prefix))
+                thread = question.thread(prefix)
+                yield Job(index, question.text, thread, None, f"question {question.key}")
 
         runner = functools.partial(open_runner, self.recipe)
         flight = Flight()

@@ -9,6 +9,7 @@ import argparse
 import importlib
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -25,7 +26,70 @@ RUNNING = "reactgraph.app.run_commands"
 VIEWING = "reactgraph.app.viewing"
 
 
-class Defaults(argparse.ArgumentDefaultsHelpFormatter):
+DESCRIPTION = """\
+Answer questions with the ReAct loop (Thought, Action, Observation) as LangGraph graphs:
+ask one, batch many, evaluate the variants side by side, and list, show, resume or prune
+the runs kept in a database. COMMAND --help shows a command's options and their defaults."""
+
+# What each command's exit status means: the epilog of its --help (the docs' command-line page
+# has the same table; tests/test_first_hour.py checks both).
+ONE_RUN = {
+    0: "answered",
+    1: "ended without an answer (turn_limit, stuck, stopped_early, context_exhausted), "
+    "waiting for a person's approval, or a model fault after its retries (the run is saved: "
+    "resume it)",
+}
+MANY_RUNS = {
+    0: "every run finished without an error, whatever its status",
+    1: "some runs ended in an error (the same command run again retries them)",
+}
+READING = {0: "done"}
+STOPPED = {
+    2: "bad input (an argument, a file, an unknown thread), a database fault, or a thread "
+    "another process is running",
+    130: "interrupted (Ctrl-C): what finished is saved, and the command says how to go on",
+}
+EXIT_CODES: dict[str, dict[int, str]] = {
+    "": {
+        0: "answered (ask, resume, demo); every run finished without an error (batch, eval); "
+        "done (the others)",
+        1: f"{ONE_RUN[1]} (ask, resume, demo); some runs ended in an error (batch, eval)",
+        **STOPPED,
+    },
+    "ask": {**ONE_RUN, **STOPPED},
+    "resume": {0: "answered, or the thread had already finished", 1: ONE_RUN[1], **STOPPED},
+    "demo": {**ONE_RUN, **STOPPED},
+    "batch": {**MANY_RUNS, **STOPPED},
+    "eval": {**MANY_RUNS, **STOPPED},
+    "show": {**READING, **STOPPED},
+    "threads": {**READING, **STOPPED},
+    "prune": {**READING, **STOPPED},
+    "graph": {**READING, **STOPPED},
+}
+
+
+def exit_codes(command: str) -> str:
+    """The epilog of a command's --help: what its exit status means."""
+    codes = EXIT_CODES[command]
+    return "exit status:\n" + "\n".join(
+        textwrap.fill(text, width=79, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6)
+        for code, text in codes.items()
+    )
+
+
+def exit_codes_table() -> str:
+    """The docs' table of exit statuses (Markdown): one row per status, one column per group of
+    commands that share their meanings."""
+    groups = {"ask, resume, demo": "ask", "batch, eval": "batch", "the others": "threads"}
+    codes = sorted({code for command in groups.values() for code in EXIT_CODES[command]})
+    rows = ["| status | " + " | ".join(groups) + " |", "| --- |" + " --- |" * len(groups)]
+    for code in codes:
+        cells = [EXIT_CODES[command].get(code, "-") for command in groups.values()]
+        rows.append(f"| {code} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+class Defaults(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """--help shows each option's default, except for options that have none."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
@@ -49,13 +113,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def package_version() -> str:
-    """The installed version (``pip install -e`` counts)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The installed version (``pip install -e`` counts): ``reactgraph.__version__``."""
+    import reactgraph
 
-    try:
-        return version("reactgraph")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    return reactgraph.__version__
 
 
 class Version(argparse.Action):
@@ -94,7 +155,7 @@ def positive_float(text: str) -> float:
 
 def make_parser() -> Parser:
     """The argument parser, one sub-command each."""
-    parser = Parser(prog="reactgraph", description=__doc__)
+    parser = Parser(prog="reactgraph", description=DESCRIPTION, epilog=exit_codes(""))
     parser.add_argument("--version", action=Version, help="show the version and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each step (INFO)")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -207,6 +268,8 @@ def make_parser() -> Parser:
     graph.set_defaults(handler=f"{VIEWING}:cmd_graph")
     demo = commands.add_parser("demo", help="offline demo with a scripted model")
     demo.set_defaults(handler=f"{RUNNING}:cmd_demo")
+    for name, sub in commands.choices.items():
+        sub.epilog = exit_codes(name)
     return parser
 
 

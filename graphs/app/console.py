@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -17,7 +18,6 @@ from rich.progress import (
     Task,
     TimeElapsedColumn,
 )
-from rich.table import Table
 from rich.text import Text
 
 from reactgraph.nodes.endings import ENDINGS
@@ -213,26 +213,84 @@ def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
         console.print(f"[dim]trace {escape(parent.split('-')[1])}[/dim]")
 
 
+_GAP = 2  # between two columns of the threads listing
+_QUESTION_MIN = 12  # the narrowest question column worth showing in a row
+
+
 def print_threads(
     rows: list[tuple[RunRecord | RecordDamaged, str, int | None]], header: bool = True
 ) -> None:
     """``reactgraph threads``: one row per run in the database (turns ``?`` when unknown; a
     damaged record's variant and question too, where unreadable). The listing comes a page at
-    a time: each page after the first is printed without a header."""
-    # What the other columns leave of the terminal, so the question is cut by us, at a word.
-    width = max(20, min(70, console.width - 50))
-    table = Table("thread", "variant", "status", "turns", box=None, show_header=header)
-    table.add_column("question", no_wrap=True, overflow="ellipsis")
-    for record, status, turns in rows:
+    a time: each page after the first is printed without a header.
+
+    A thread id (what ``show`` and ``resume`` are given) and a status are never cut, whatever
+    the terminal's width: the question is cut to what they leave, at a word; the variant
+    column goes when the question would have less than it needs; and where even the ids and
+    statuses leave no room, each thread takes two lines, its id alone on the first."""
+    if not rows:
+        console.print("[dim]no threads in this database[/dim]")
+        return
+    cells = [
+        (record.thread_id, record.variant, status, "?" if turns is None else str(turns), record)
+        for record, status, turns in rows
+    ]
+    columns_text = {
+        "thread": [row[0] for row in cells],
+        "variant": [row[1] for row in cells],
+        "status": [row[2] for row in cells],
+        "turns": [row[3] for row in cells],
+    }
+    wide = {name: max(len(name), *map(len, texts)) for name, texts in columns_text.items()}
+    columns = terminal_width()
+    fixed = wide["thread"] + wide["status"] + wide["turns"] + 3 * _GAP
+    room = columns - fixed
+    with_variant = room - wide["variant"] - _GAP >= max(_QUESTION_MIN, 20)
+    if with_variant:
+        room -= wide["variant"] + _GAP
+    if room < _QUESTION_MIN:
+        _print_stacked(cells, header, columns)
+        return
+    width = min(70, room)
+    names = ["thread", *(["variant"] if with_variant else []), "status", "turns"]
+    if header:
+        heads = "  ".join(name.ljust(wide[name]) for name in names)
+        console.print(f"[bold]{heads}  question[/bold]", crop=False)
+    for thread_id, variant, status, turns, record in cells:
         style = STATUS_STYLE.get(status, "white")
-        table.add_row(
-            escape(record.thread_id),
-            record.variant,
-            f"[{style}]{status}[/{style}]",
-            "?" if turns is None else str(turns),
-            escape(clip(record.question, width)),
+        line = thread_id.ljust(wide["thread"]) + "  "
+        if with_variant:
+            line += variant.ljust(wide["variant"]) + "  "
+        shown = f"[{style}]{escape(status.ljust(wide['status']))}[/{style}]"
+        question = clip(record.question, width)
+        console.print(
+            f"{escape(line)}{shown}  {escape(turns.ljust(wide['turns']))}  {escape(question)}",
+            crop=False,
         )
-    console.print(table if rows else "[dim]no threads in this database[/dim]")
+
+
+def terminal_width() -> int:
+    """The terminal's width in columns: ``COLUMNS`` when set, else the terminal's own, else
+    what rich assumes (80 when the output is no terminal)."""
+    return shutil.get_terminal_size(fallback=(console.width, 24)).columns
+
+
+def _print_stacked(cells: list[tuple[str, str, str, str, Any]], header: bool, columns: int) -> None:
+    """The threads listing for a terminal too narrow for a row: each thread's id on a line of
+    its own (never cut: a terminal wraps it), then its status and turns, with its variant and
+    question as far as the width allows (the variant goes first, then the question)."""
+    if header:
+        console.print("[bold]thread[/bold]\n  [bold]status  turns  variant  question[/bold]")
+    for thread_id, variant, status, turns, record in cells:
+        style = STATUS_STYLE.get(status, "white")
+        console.print(escape(thread_id), overflow="ignore", crop=False)
+        extra = ""
+        room = columns - len(f"  {status}  {turns}") - _GAP
+        if room - len(variant) - _GAP >= _QUESTION_MIN:
+            extra, room = f"  {variant}", room - len(variant) - _GAP
+        if room >= _QUESTION_MIN:
+            extra += f"  {clip(record.question, room)}"
+        console.print(f"  [{style}]{status}[/{style}]  {turns}{escape(extra)}")
 
 
 def configure_logging(verbose: bool) -> None:

@@ -38,6 +38,8 @@ class Job:
     question: str
     thread_id: str
     extra: Any = None
+    name: str | None = None
+    """How a warning logged during its run names it (``question ID``), if it has a name."""
 
 
 Runner = Callable[[Job], Awaitable[dict[str, Any]]]

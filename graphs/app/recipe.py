@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reactgraph import build_graph
+from reactgraph.app import logprefix
 from reactgraph.app.eval.arms import PREBUILT
 from reactgraph.app.eval.prebuilt import Contender
 from reactgraph.app.flags import RunOptions
@@ -163,7 +164,13 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
                 graphs[variant, chosen] = graph
             return graph
 
+        logprefix.install()
+
         async def run(job: Job) -> dict[str, Any]:
+            with logprefix.running(job.name):
+                return await _run_named(job)
+
+        async def _run_named(job: Job) -> dict[str, Any]:
             config = {"configurable": {"thread_id": job.thread_id}}
             started = time.perf_counter()
             try:

@@ -9,6 +9,8 @@ import os
 import uuid
 from typing import Any
 
+from langchain_core.language_models import ModelProfile
+
 from reactgraph import build_graph
 from reactgraph.app import console as out
 from reactgraph.app import interrupts
@@ -17,7 +19,8 @@ from reactgraph.app.hints import saved_hint
 from reactgraph.app.live import start, stream_run
 from reactgraph.app.options import UsageError, build_for, held, make_model, run_settings
 from reactgraph.app.recipe import Recipe
-from reactgraph.app.viewing import load_record
+from reactgraph.app.viewing import load_record, python_record
+from reactgraph.nodes.compaction import FALLBACK_WINDOW
 from reactgraph.nodes.standing import AWAITING
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.storage.backends import database_backend
@@ -25,6 +28,9 @@ from reactgraph.storage.database import RunRecord, new_record, open_db
 from reactgraph.storage.locks import lease_saver
 from reactgraph.storage.snapshots import read_thread
 from reactgraph.tools import default_tools
+
+# The profile of the stand-in model that checks a batch's or an eval's graphs before any run.
+STAND_IN_PROFILE = ModelProfile(max_input_tokens=FALLBACK_WINDOW)
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -82,6 +88,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if not database_backend(args.db).exists(args.db):
         raise UsageError(f"no database at {args.db}")  # nothing to resume; create nothing
     with open_db(args.db) as (saver, store), held(args.db, args.thread) as lease:
+        if RunRecord.load(store, args.thread) is None and python_record(saver, args.thread):
+            # Its tools and settings are the Python program's: only that program can go on.
+            raise UsageError(
+                f"thread {args.thread!r} was run from Python, so its tools are unknown here: "
+                "resume it from Python with graph.invoke(None, config) on that thread"
+            )
         record = load_record(store, args.thread, args.db)
         name, url = args.model or record.model, args.base_url or record.base_url
         model = make_model(name, url, args.timeout)
@@ -175,6 +187,8 @@ def recipe_from(args: argparse.Namespace, variants: list[str] | None = None) -> 
         for name in variants or [args.variant]:
             # What only a built graph can tell (--approve naming a tool there is not, a tool
             # named as a variant's own action): one line now, not a failed run per question.
+            # The stand-in states a context window, so nothing looks its own up (or warns that
+            # it cannot): the real model's is looked up, once, where the runs are made.
             record = dataclasses.replace(recipe, variant=name).record("check", "check")
-            build_for(record, ScriptedChatModel(replies=[]))
+            build_for(record, ScriptedChatModel(replies=[], profile=STAND_IN_PROFILE))
     return recipe

@@ -4,6 +4,8 @@ read-only, so they never create it (or its folder) and never need to write to it
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +16,18 @@ from reactgraph.app import console as out
 from reactgraph.app.approving import pending_action
 from reactgraph.app.flags import UsageError
 from reactgraph.app.hints import resume_hint
+from reactgraph.build import MODEL_KEY, VARIANT_KEY
 from reactgraph.nodes.compaction import FALLBACK_WINDOW
 from reactgraph.nodes.standing import AWAITING
 from reactgraph.scripted import ScriptedChatModel
 from reactgraph.storage.database import RECORDS_PAGE, NoDatabase, RunRecord, open_db
+from reactgraph.storage.listing import unrecorded_pages
 from reactgraph.storage.records import RecordDamaged
 from reactgraph.storage.snapshots import ThreadDamaged, read_thread
 from reactgraph.variants import VARIANTS, variant
+
+FROM_PYTHON = "from_python"
+"""The option of a record made for a thread run from Python (``python_record``)."""
 
 
 def reader(name: str, saver: Any) -> Any:
@@ -36,13 +43,51 @@ def reader(name: str, saver: Any) -> Any:
     return build_graph(name, model=ScriptedChatModel(), tools=[], checkpointer=saver, **window)
 
 
-def load_record(store: Any, thread: str, db: str) -> RunRecord:
+def load_record(store: Any, thread: str, db: str, saver: Any = None) -> RunRecord:
     """The thread's record; an unknown thread is the person's mistake. A record that cannot be
-    read, or names a variant this version does not have, is ``RecordDamaged``: one line."""
+    read, or names a variant this version does not have, is ``RecordDamaged``: one line. With
+    ``saver``, a thread run from Python (no record; its checkpoints name their variant) is
+    read as the record it would have had (``python_record``)."""
     record = RunRecord.load(store, thread)
+    if record is None and saver is not None:
+        record = python_record(saver, thread)
     if record is None:
-        raise UsageError(f"unknown thread {thread!r} in {db} (`reactgraph threads` lists them)")
+        raise UsageError(f"unknown thread {thread!r} in {db} ('reactgraph threads' lists them)")
     return known(record)
+
+
+def python_record(saver: Any, thread: str) -> RunRecord | None:
+    """What a run record would say of a thread run from Python with ``build_graph`` (its
+    latest checkpoint's metadata names the variant and model: ``reactgraph.build``), or None
+    for a thread that is not such a run (no checkpoint, another graph's). Its question is
+    filled in once the thread is read (``with_question``)."""
+    found = saver.get_tuple({"configurable": {"thread_id": thread}})
+    metadata = found.metadata if found is not None else None
+    if not metadata or metadata.get(VARIANT_KEY) not in VARIANTS:
+        return None
+    try:
+        created = datetime.fromisoformat(found.checkpoint["ts"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        created = 0.0
+    model = metadata.get(MODEL_KEY)
+    return RunRecord(
+        thread_id=thread,
+        question="?",
+        variant=metadata[VARIANT_KEY],
+        model=model if isinstance(model, str) else "?",
+        base_url=None,
+        corpus=None,
+        settings={},
+        created=created,
+        options={FROM_PYTHON: True},
+    )
+
+
+def with_question(record: RunRecord, values: dict[str, Any]) -> RunRecord:
+    """A record made by ``python_record``, with the question its thread's state holds."""
+    if not record.options.get(FROM_PYTHON) or not isinstance(values.get("question"), str):
+        return record
+    return dataclasses.replace(record, question=values["question"])
 
 
 def known(record: RunRecord) -> RunRecord:
@@ -54,9 +99,10 @@ def known(record: RunRecord) -> RunRecord:
 
 def cmd_show(args: argparse.Namespace) -> int:
     with open_db(args.db, read_only=True) as (saver, store):
-        record = load_record(store, args.thread, args.db)
+        record = load_record(store, args.thread, args.db, saver)
         graph = reader(record.variant, saver)
         status, values = read_thread(graph, record.thread_id)
+        record = with_question(record, values)
         out.print_run(record, _started(status), values)
     if status == AWAITING:
         turn = len(values.get("turns") or []) + 1
@@ -81,6 +127,15 @@ def cmd_threads(args: argparse.Namespace) -> int:
                 if len(page) == RECORDS_PAGE:
                     out.print_threads(page, header=first)
                     page, first = [], False
+            # Then the threads run from Python (no record), by thread id.
+            for threads in unrecorded_pages(store, RECORDS_PAGE):
+                for thread in threads:
+                    made = python_record(saver, thread)
+                    if made is not None:
+                        page.append(_row(graphs, saver, made))
+                    if len(page) == RECORDS_PAGE:
+                        out.print_threads(page, header=first)
+                        page, first = [], False
             if page or first:
                 out.print_threads(page, header=first)
     except NoDatabase as missing:
@@ -104,7 +159,7 @@ def _row(
     except (RecordDamaged, ThreadDamaged):
         return record, "damaged", None
     shown = values.get("status") if status == "finished" else _started(status)
-    return record, shown or status, len(values.get("turns") or [])
+    return with_question(record, values), shown or status, len(values.get("turns") or [])
 
 
 def _started(status: str) -> str:

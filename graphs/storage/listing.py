@@ -109,6 +109,33 @@ def page_query(
     return sql, ((after[0], after[0], after[1], size) if after else (size,))
 
 
+def unrecorded_pages(store: BaseStore, size: int) -> Iterator[list[str]]:
+    """The threads with checkpoints and no run record (runs made from Python with ``open_db``'s
+    checkpointer, other graphs' threads), ``size`` at a time, by thread id: keyset pages over
+    the checkpoints table's primary key, each asking the store's for the records, so reading
+    them all is linear. Nothing for a store of another kind (its checkpoints are elsewhere)."""
+    backend = store_backend(store)
+    if backend is None:
+        return
+    dialect = backend.dialect
+    p = dialect.param
+    after: str | None = None
+    while True:
+        later = f" AND c.thread_id > {p}" if after is not None else ""
+        sql = (
+            f"SELECT DISTINCT c.thread_id FROM checkpoints c WHERE c.checkpoint_ns = ''{later} "
+            f"AND NOT EXISTS (SELECT 1 FROM store s WHERE s.prefix = '{PREFIX}' "
+            f"AND s.key = c.thread_id) ORDER BY c.thread_id LIMIT {p}"
+        )
+        params = (after, size) if after is not None else (size,)
+        with dialect.cursor(store) as cursor:
+            rows = dialect.rows(cursor, sql, params)
+        yield [row[0] for row in rows]
+        if len(rows) < size:
+            return
+        after = rows[-1][0]
+
+
 def _searched(store: BaseStore, size: int) -> Iterator[list[tuple[str, Any]]]:
     """Plain ``search`` paging, for a store of another kind. A run recorded while this reads
     can push the rest back by one; a record that then reappears on the next page is not given

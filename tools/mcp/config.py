@@ -209,11 +209,20 @@ def http_client(
     )
 
 
+WHERE_CHARS = 120  # the longest command line a message shows whole
+
+
 def where(connection: Mapping[str, Any]) -> str:
-    """Where a checked connection leads, for messages: the command line or the URL."""
+    """Where a checked connection leads, for messages: the command line or the URL. A long
+    command line keeps its start (the program) and its end (the script and its arguments,
+    what tells servers apart) with "..." between: its length, not the folder it was started
+    from, decides what is left out."""
     if connection["transport"] == "stdio":
         where = shlex.join([connection["command"], *connection["args"]])
-        return where if len(where) <= 120 else where[:117] + "..."
+        if len(where) <= WHERE_CHARS:
+            return where
+        head = WHERE_CHARS // 3
+        return where[:head] + "..." + where[-(WHERE_CHARS - head - 3) :]
     return str(connection["url"])
 
 

@@ -94,7 +94,7 @@ def jobs_for(
         extra = {"variant": chosen.variant, "item": item.id, "pages": pages}
         extra["action_format"] = chosen.action_format
         thread = thread_of(label, item, source, (configs or {}).get(label))
-        yield Job(index, item.question, thread, extra)
+        yield Job(index, item.question, thread, extra, f"question {item.id} ({label})")
 
 
 def scored(
