@@ -211,6 +211,9 @@ def check_command(words: list[str]) -> None:
     if program == "reactgraph":
         if any(w.startswith("[") or w in {"...", "COMMAND"} for w in words):
             return
+        for word in words:  # a JSON file a flag reads as it parses (--answer-schema): one there
+            if word.endswith(".json") and "/" not in word and not Path(word).exists():
+                Path(word).write_text('{"type": "object"}', "utf-8")
         try:
             make_parser().parse_args(words[1:])
         except SystemExit as error:
