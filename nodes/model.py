@@ -20,7 +20,7 @@ from reactgraph.nodes.binding import refused
 from reactgraph.nodes.constrained import Constraint
 from reactgraph.nodes.deps import Deps, model_name
 from reactgraph.nodes.effects import Effect
-from reactgraph.nodes.parsing import clean_reply, parse_react
+from reactgraph.nodes.parsing import clean_reply, invalid_reading, parse_react
 from reactgraph.nodes.providers import Limits, ModelCaller
 from reactgraph.nodes.run_settings import RunSettings, uses_tool_calls
 from reactgraph.nodes.state import ModelReply, ParsedReply, State
@@ -171,14 +171,7 @@ def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedRe
     cap = settings.max_completion_tokens
     limit = prompts.REPLY_CUT_LIMIT.format(tokens=cap) if cap else prompts.REPLY_CUT_SERVER
     template = prompts.REPLY_CUT_TOOLS if native else prompts.REPLY_CUT
-    return ParsedReply(
-        kind="invalid",
-        thought=parsed["thought"],
-        action=None,
-        action_input=None,
-        answer=None,
-        error=template.format(limit=limit, valid=", ".join(names)),
-    )
+    return invalid_reading(template.format(limit=limit, valid=", ".join(names)), parsed["thought"])
 
 
 def typed(parsed: ParsedReply, text: str, settings: RunSettings) -> ParsedReply:
@@ -198,14 +191,7 @@ def typed(parsed: ParsedReply, text: str, settings: RunSettings) -> ParsedReply:
     else:
         return parsed
     if isinstance(found, Rejected):
-        return ParsedReply(
-            kind="invalid",
-            thought=parsed["thought"],
-            action=None,
-            action_input=None,
-            answer=None,
-            error=found.error,
-        )
+        return invalid_reading(found.error, parsed["thought"])
     return ParsedReply(
         kind="answer",
         thought=parsed["thought"],

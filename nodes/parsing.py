@@ -90,9 +90,9 @@ def parse_react(text: str, tool_names: Iterable[str]) -> ParsedReply:
     if not found.calls:
         if found.prose:
             line = _shorten(found.prose[0])
-            return _invalid(prompts.BAD_ACTION.format(text=line, valid=valid), thought)
+            return invalid_reading(prompts.BAD_ACTION.format(text=line, valid=valid), thought)
         template = prompts.EMPTY_REPLY if not text.strip() else prompts.NO_ACTION
-        return _invalid(template.format(valid=valid), thought)
+        return invalid_reading(template.format(valid=valid), thought)
 
     firsts: dict[tuple[str, str | None], tuple[str, str | None]] = {}
     for name, tool_input in found.calls:
@@ -100,15 +100,15 @@ def parse_react(text: str, tool_names: Iterable[str]) -> ParsedReply:
     distinct = list(firsts.values())
     if len(distinct) > 1:
         shown = ", ".join(f"{n}[{_shorten(i)}]" if i is not None else n for n, i in distinct[:3])
-        return _invalid(prompts.TWO_ACTIONS.format(actions=shown), thought)
+        return invalid_reading(prompts.TWO_ACTIONS.format(actions=shown), thought)
     name, tool_input = distinct[0]
     if _canonical(name, canonical) == _FINISH:
         return _answer(tool_input or "", thought)
     tool = names.get(_canonical(name, canonical))
     if tool is None:
-        return _invalid(prompts.UNKNOWN_TOOL.format(name=name, valid=valid), thought)
+        return invalid_reading(prompts.UNKNOWN_TOOL.format(name=name, valid=valid), thought)
     if tool_input is None:
-        return _invalid(prompts.MISSING_INPUT.format(name=tool, valid=valid), thought)
+        return invalid_reading(prompts.MISSING_INPUT.format(name=tool, valid=valid), thought)
     return ParsedReply(
         kind="action",
         thought=thought,
@@ -132,9 +132,9 @@ def _answer(after: str, thought: str | None) -> ParsedReply:
         # Inline code marks go; a fenced block (always several lines) keeps its fences.
         answer = answer.strip(_EDGE_DECOR + "`")
     if not answer:
-        return _invalid(prompts.EMPTY_ANSWER, thought)
+        return invalid_reading(prompts.EMPTY_ANSWER, thought)
     if is_placeholder(answer):
-        return _invalid(prompts.PLACEHOLDER_ANSWER.format(answer=answer), thought)
+        return invalid_reading(prompts.PLACEHOLDER_ANSWER.format(answer=answer), thought)
     return ParsedReply(
         kind="answer", thought=thought, action=None, action_input=None, answer=answer, error=None
     )
@@ -159,7 +159,8 @@ def refused_answer(parsed: ParsedReply) -> bool:
     return error == prompts.EMPTY_ANSWER or error.startswith(_PLACEHOLDER_HEAD)
 
 
-def _invalid(error: str, thought: str | None) -> ParsedReply:
+def invalid_reading(error: str, thought: str | None) -> ParsedReply:
+    """A reading that is no Action and no answer: its corrective Observation is ``error``."""
     return ParsedReply(
         kind="invalid", thought=thought, action=None, action_input=None, answer=None, error=error
     )
