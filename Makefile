@@ -85,7 +85,8 @@ test-browser: $(STAMP)
 # (the `phoenix` extra) lives in an environment of its own: it wants a newer mcp than ours.
 PHOENIX_VENV := .venv-phoenix
 PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
-PHOENIX_EXTRA = $(shell $(PYTHON) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['phoenix']))")
+# Each requirement quoted for the shell (arize-phoenix>=12 unquoted is a redirection).
+PHOENIX_EXTRA = $(shell $(PYTHON) -c "import shlex, tomllib; print(' '.join(map(shlex.quote, tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['phoenix'])))")
 
 $(PHOENIX_STAMP): pyproject.toml | $(STAMP)
 	python3 -m venv $(PHOENIX_VENV)
