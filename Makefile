@@ -22,7 +22,7 @@ ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
 export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
 endif
 
-.PHONY: demo test docs typecheck test-quick test-kills test-browser test-cluster test-traces test-real-model test-timing bench bench-real-model drawings format notebooks
+.PHONY: demo test docs typecheck test-quick test-servers test-kills test-browser test-cluster test-traces test-real-model test-timing bench bench-real-model drawings format notebooks
 
 # The real-model tests: llama-cpp-python's server from the prebuilt wheel in ../shared/wheels/
 # (built from the PyPI sdist 0.3.36 with GGML_NATIVE=OFF), else built from source (slow: a C++
@@ -47,12 +47,16 @@ $(STAMP): $(BASE)
 demo: $(BASE)
 	$(VENV)/bin/reactgraph demo
 
-# Everything but the suites with targets of their own below (markers in pyproject.toml).
+# Everything but the suites with targets of their own below (markers in pyproject.toml). mypy
+# runs beside pytest (the suite waits on servers and child processes), its output after pytest's.
+TEST_MARKERS := not browser and not cluster and not ray and not kills and not traces and not servers
 test: $(STAMP)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(MAKE) --no-print-directory typecheck
-	$(PYTHON) -m pytest $(XDIST) -m "not browser and not cluster and not ray and not kills and not traces"
+	@log=$$(mktemp); ($(MAKE) --no-print-directory typecheck >$$log 2>&1; echo "mypy: exit $$?" >>$$log) & \
+	  mypy=$$!; echo '$(PYTHON) -m pytest $(XDIST) -m "$(TEST_MARKERS)"  (mypy beside it)'; \
+	  $(PYTHON) -m pytest $(XDIST) -m "$(TEST_MARKERS)"; status=$$?; wait $$mypy; cat $$log; \
+	  tail -n 1 $$log | grep -qx "mypy: exit 0" || status=1; rm -f $$log; exit $$status
 
 # The documentation site in site/: --strict fails on a broken link, a missing page or picture,
 # and a docstring mkdocstrings cannot render.
@@ -76,12 +80,18 @@ typecheck: $(STAMP)
 	  && (cd $$tree && $(abspath $(PYTHON)) -m mypy --config-file $(CURDIR)/pyproject.toml \
 	      --cache-dir $(abspath $(VENV))/mypy-cache -p reactgraph); status=$$?; rm -rf $$tree; exit $$status
 
+# The real LangGraph server (`langgraph dev`) with its SDK: Studio's and the chat clients' requests,
+# approvals over the API, restarts and a SIGKILL of the server (each test module starts its own).
+test-servers: $(STAMP)
+	$(PYTHON) -m pytest $(XDIST) -m "servers and not browser and not kills"
+
 # Agent Chat UI in headless Chromium against `langgraph dev` (needs chromium and npm; a few
 # minutes, most of it compiling the client's page).
 test-browser: $(STAMP)
 	$(PYTHON) -m pytest -m browser
 
-# Traces end to end: `reactgraph ask` sending its run to Arize Phoenix, read back from it. Phoenix
+# Traces end to end: the commands exporting to a local OTLP receiver (an endpoint that never
+# answers too), and `reactgraph ask` sending its run to Arize Phoenix, read back from it. Phoenix
 # (the `phoenix` extra) lives in an environment of its own: it wants a newer mcp than ours.
 PHOENIX_VENV := .venv-phoenix
 PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
@@ -94,7 +104,7 @@ $(PHOENIX_STAMP): pyproject.toml | $(STAMP)
 	touch $(PHOENIX_STAMP)
 
 test-traces: $(STAMP) $(PHOENIX_STAMP)
-	REACTGRAPH_PHOENIX=$(abspath $(PHOENIX_VENV))/bin/phoenix $(PYTHON) -m pytest -m traces
+	REACTGRAPH_PHOENIX=$(abspath $(PHOENIX_VENV))/bin/phoenix $(PYTHON) -m pytest $(XDIST) -m "traces and not ray"
 
 # Ray: the engine on a local Ray per command, and the two-node cluster losing a node mid-batch
 # (Ray's start-up is most of it; one process, as two Rays at once on 2 cores only wait longer).
@@ -103,7 +113,7 @@ test-cluster: $(STAMP)
 
 # The inner loop while coding: everything but the subprocess, server and fault tests.
 test-quick: $(STAMP)
-	$(PYTHON) -m pytest $(XDIST) -m "not slow and not kills and not ray and not browser"
+	$(PYTHON) -m pytest $(XDIST) -m "not slow and not kills and not ray and not browser and not traces and not servers"
 
 # Times make targets with the load average before and after (bench/suite_times.py), e.g.
 # `make test-timing TIMING="--busy test"` or TIMING="--clone ../fresh demo test".

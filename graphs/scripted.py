@@ -82,7 +82,9 @@ class ScriptedChatModel(BaseChatModel):
     ``options`` then hold them).
     """
 
-    replies: Sequence[Any] = Field(default_factory=list)  # each a Reply (not validated)
+    # Neither the script nor the calls are in its repr, which LangChain writes (once a model)
+    # for its callbacks: a long script made that one write cost more than a run's turns.
+    replies: Sequence[Any] = Field(default_factory=list, repr=False)  # each a Reply
     honour_stop: bool = False
     report_usage: bool = False
     fixed_usage: tuple[int, int] | None = None
@@ -90,7 +92,7 @@ class ScriptedChatModel(BaseChatModel):
     an ``AIMessage`` with its own ``usage_metadata`` keeps that)."""
     latency_s: float = 0.0
     model_name: str = "scripted"
-    calls: list[dict[str, Any]] = Field(default_factory=list)
+    calls: list[dict[str, Any]] = Field(default_factory=list, repr=False)
     takes_extra_body: ClassVar[bool] = True
     """Its calls take request-body fields (``extra_body``: a grammar), kept in ``calls``."""
     _index: int = PrivateAttr(default=0)

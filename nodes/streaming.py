@@ -92,6 +92,10 @@ class RawCalls(BaseCallbackHandler):
     def __init__(self) -> None:
         self.chunks: list[AIMessageChunk] = []
 
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        """Nothing: defined so that LangChain does not fall back to ``on_llm_start``, which
+        writes the whole prompt out as one string at every call."""
+
     def on_llm_new_token(self, token: Any, *, chunk: Any = None, **kwargs: Any) -> None:
         message = getattr(chunk, "message", None)
         if isinstance(message, AIMessageChunk) and message.tool_call_chunks:

@@ -153,7 +153,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist, the modules holding subprocess and server tests (``slow``) first, each
     module's tests still together and in order: the workers take the long tests while there is
     other work to do beside them, instead of ending the run on one long test while the other
-    worker waits (every worker sorts the same way, as xdist requires)."""
+    worker waits (every worker sorts the same way, as xdist requires). Before that, every test's
+    markers are kept, the ones ``-m`` will deselect included."""
+    from tests import collected
+
+    config.stash[collected.MARKERS] = {
+        item.nodeid: frozenset(mark.name for mark in item.iter_markers()) for item in items
+    }
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     slow = {item.module for item in items if item.get_closest_marker("slow")}

@@ -16,7 +16,7 @@ from reactgraph import VARIANTS
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.langgraph_dev import CHAT_GRAPHS, LANGGRAPH, langgraph_dev
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
 QUESTION = {"type": "human", "content": "How many years apart?"}
 REFUSED = "A person refused this action, so it did not run. Their reason: no sums today"

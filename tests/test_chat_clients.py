@@ -16,7 +16,7 @@ from tests.langgraph_dev import CHAT_GRAPHS, LANGGRAPH, langgraph_dev
 from tests.test_studio import chat_turns
 
 # One pytest-xdist worker runs them all, so the module's server starts once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("chat-clients")]
+pytestmark = [pytest.mark.slow, pytest.mark.servers, pytest.mark.xdist_group("chat-clients")]
 
 QUESTION = "How many years apart?"
 

@@ -25,7 +25,7 @@ import tests.langgraph_dev as dev
 from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.langgraph_dev import LANGGRAPH, langgraph_dev
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
 
 def ask(client: Any, openai_server: FakeOpenAIServer) -> str:

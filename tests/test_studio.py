@@ -18,7 +18,7 @@ from tests.test_graph_shapes import SHAPES
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out. One
 # pytest-xdist worker runs them all, so the module's server starts once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("studio")]
+pytestmark = [pytest.mark.slow, pytest.mark.servers, pytest.mark.xdist_group("studio")]
 
 
 @pytest.fixture(scope="module")

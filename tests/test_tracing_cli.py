@@ -14,6 +14,9 @@ from tests.fakes import FakeOpenAIServer, seed_responder
 from tests.otlp_receiver import BlackHole, OTLPReceiver
 from tests.test_cli import cli
 
+# Each test starts commands that export to a receiver: `make test-traces` runs them.
+pytestmark = pytest.mark.traces
+
 
 @pytest.fixture
 def receiver() -> Iterator[OTLPReceiver]:

@@ -2,22 +2,28 @@
 
 The PostgreSQL tests use fixed thread ids (``t1``, ``pg-notes-...``) on the test server's one
 database; two workers running two of them at once would see each other's threads. So each
-worker makes a database of its own beside the test one (``<name>_gw0``, ``<name>_gw1``...),
-empty at the start of the run, dropped at its end, and points ``REACTGRAPH_TEST_POSTGRES_URL``
-at it (the commands a test starts inherit it). Without a server nothing changes: the tests
-skip (or fail in CI) as ``tests.test_persistence.postgres_url`` says.
+worker makes a database of its own beside the test one (``<name>_<checkout>_gw0``...: the
+checkout's tag keeps two checkouts' suites on one server, run at once, out of each other's
+databases), empty at the start of the run, dropped at its end, and points
+``REACTGRAPH_TEST_POSTGRES_URL`` at it (the commands a test starts inherit it). Without a
+server nothing changes: the tests skip (or fail in CI) as ``tests.test_persistence.postgres_url``
+says.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 logger = logging.getLogger(__name__)
 
 VARIABLE = "REACTGRAPH_TEST_POSTGRES_URL"
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+CHECKOUT = hashlib.sha1(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:8]
+"""This checkout's tag in its workers' database names."""
 
 
 def base_url() -> str:
@@ -26,10 +32,10 @@ def base_url() -> str:
 
 
 def worker_url(base: str, worker: str) -> str:
-    """``base`` with its database name suffixed by the worker's id."""
+    """``base`` with its database name suffixed by the checkout's tag and the worker's id."""
     parts = urlsplit(base)
     name = parts.path.lstrip("/") or "postgres"
-    return urlunsplit(parts._replace(path=f"/{name}_{worker}"))
+    return urlunsplit(parts._replace(path=f"/{name}_{CHECKOUT}_{worker}"))
 
 
 def _recreate(admin_url: str, name: str, *, create: bool) -> None:
