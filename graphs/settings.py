@@ -319,11 +319,12 @@ class RunContext(dict[str, Any]):
 def context_schema(
     variant: str,
     settings: Iterable[Setting],
-    values: Mapping[str, Any],
-    also: Callable[[Mapping[str, Any]], None] | None = None,
+    built: RunSettings,
+    also: Callable[[RunSettings], None] | None = None,
     floors: Mapping[str, tuple[str, ...]] | None = None,
 ) -> type:
-    """The graph's context schema: one field per run setting, defaulting to the built value.
+    """The graph's context schema: one field per run setting (the field's type and description,
+    and no more), defaulting to the built value.
 
     Its constructor is the run-time check: LangGraph builds it from a dict context (Python or
     Studio), so an unknown field or a bad value fails the run before it starts. ``also`` then
@@ -339,7 +340,7 @@ def context_schema(
     run_settings = [s for s in settings if s.knob.per_run]
 
     def field(setting: Setting) -> Any:
-        value = values[setting.name]
+        value = getattr(built, setting.name)
         about = {"description": _with_floor(setting.knob.description, floors.get(setting.name))}
         if isinstance(value, dict):  # a JSON schema: a dataclass takes no mutable default
             return dataclasses.field(default_factory=lambda: copy.deepcopy(value), metadata=about)
@@ -352,12 +353,14 @@ def context_schema(
         chosen = {name: value for name, value in given.items() if value is not None}
         checked = check_all(variant, run_settings, chosen, where="run")
         for setting in run_settings:
-            value = checked[setting.name] if setting.name in chosen else values[setting.name]
+            value = (
+                checked[setting.name] if setting.name in chosen else getattr(built, setting.name)
+            )
             if setting.name in floors:
                 value = at_least(floors[setting.name], value)
             object.__setattr__(self, setting.name, value)
         if also is not None:
-            also(vars(self))
+            also(built.over(vars(self)))
 
     title = "".join(part.title() for part in variant.split("_")) + "Context"
     schema = dataclasses.make_dataclass(

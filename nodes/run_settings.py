@@ -247,6 +247,11 @@ class RunSettings:
         }
         return cls(**given)
 
+    def over(self: T, values: Mapping[str, Any]) -> T:
+        """This value with ``values`` over it (a run's stored settings, or its context); keys
+        of other variants (or of an older version) are left out."""
+        return self.of({**vars(self), **values})
+
     def as_dict(self) -> dict[str, Any]:
         """The settings as the state stores them: a list of names (``approve``) or a pair
         (``token_prices``) as a list, what a checkpointer gives back; a mapping as a dict."""
