@@ -44,9 +44,11 @@ class Setting:
     """The field's type, resolved (``int | None``, ``Literal["off", "gbnf"]``): the context
     schema's field's type (Studio's form lists a ``Literal``'s choices)."""
     default: Any
+    """The variant's default: its spec's ``defaults`` entry, else the field's."""
 
     @property
     def name(self) -> str:
+        """The field's name: the ``build_graph`` keyword, the context's key."""
         return self.field.name
 
     @property
