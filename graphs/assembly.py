@@ -207,7 +207,7 @@ def start_with_context(state: State, config: RunnableConfig, deps: Deps) -> dict
     checked: the context is the graph's own schema, built from the caller's mapping)."""
     context = get_runtime().context
     chosen: dict[str, Any] = vars(context) if context is not None else {}
-    return start_run(state, config, deps, deps.settings_type.of({**deps.settings, **chosen}))
+    return start_run(state, config, deps, deps.settings.over(chosen))
 
 
 # The node each cap exit names.

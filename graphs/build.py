@@ -3,7 +3,7 @@ once, assembled and compiled."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -20,6 +20,7 @@ from reactgraph.nodes.budgets import check_budgets
 from reactgraph.nodes.compaction import context_window_of
 from reactgraph.nodes.delta import bound_replay
 from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
+from reactgraph.nodes.run_settings import RunSettings
 from reactgraph.nodes.typed_answer import schema_of
 from reactgraph.settings import at_least, check_all, context_schema, names
 from reactgraph.variants import variant as find_variant
@@ -91,11 +92,11 @@ def build_graph(
         values["context_window"] = context_window_of(
             model, model_name(model) if isinstance(model, BaseChatModel) else None
         )
+    built = spec.settings_type.of(values)
     deps = make_deps(
         model,
         tools,
-        values,
-        settings_type=spec.settings_type,
+        built,
         view=spec.view,
         token_counter=token_counter,
         summarizer=summarizer,
@@ -106,18 +107,16 @@ def build_graph(
     )
     tools_named = partial(approval.check_names, tools=deps.tools)
 
-    def also(run: Mapping[str, Any]) -> None:
+    def also(chosen: RunSettings) -> None:
         """What one setting alone cannot tell: a tool to approve (or limit) the graph lacks; a
         cost budget without prices; a model that cannot bind tools for
         ``action_format="tool_calls"``."""
-        chosen = spec.settings_type.of(run)
         tools_named(chosen.approve)
         check_budgets(chosen, deps.tools)
         deps.check_format(chosen)
 
-    also(values)
-    every = {s.name: values.get(s.name) for s in spec.settings}
-    schema = context_schema(variant, spec.settings, every, also=also, floors={"approve": floor})
+    also(built)
+    schema = context_schema(variant, spec.settings, built, also=also, floors={"approve": floor})
     builder = assemble(spec, deps, schema)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=variant)
     # Every checkpoint's metadata names the variant (and model) that wrote it, so a thread run

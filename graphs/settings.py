@@ -1,9 +1,11 @@
 """Settings: each declared once, checked by one function at build time and per run alike.
 
-Every setting is a field of a run-settings class (``reactgraph.nodes.run_settings``);
-``settings_of`` makes a variant's class its ``Setting`` values, with the variant's defaults.
-``build_graph`` checks keyword arguments with ``Setting.check``, as does a run's context made the
-graph's context schema (defaults: the built values, so Studio's form shows that variant's).
+Every setting is a field of a run-settings class (``reactgraph.nodes.run_settings``), and only
+that: ``settings_of`` gives a read-only view of each field of a variant's class (``Setting``:
+the field, its resolved type and the variant's default), which the command line's flags, the
+docs' table and the result identities read. ``check_all`` checks ``build_graph``'s keyword
+arguments, the command line's flags and a run's context alike; ``context_schema`` makes the
+graph's context schema (Studio's form) from the same views, its defaults the built values.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Literal
 
-from reactgraph.nodes.run_settings import RunSettings
+from reactgraph.nodes.run_settings import Knob, RunSettings, default_of, knob_of
 
 MAX_NAMES = 256
 """The most names a list setting holds (a run's context comes from whoever starts the run)."""
@@ -29,66 +31,75 @@ ALL, NONE = "all", "none"
 
 @dataclass(frozen=True)
 class Setting:
-    """One tunable value: its type, default, bounds, and where it may be set."""
+    """One setting as a variant takes it: a read-only view of one field of its settings class.
 
-    name: str
-    kind: type
-    """``int``, ``float``, ``str``, ``tuple`` for a list of names (or, with ``items``, a fixed
-    tuple of numbers), or ``dict`` for a number per name; a float setting also takes an int, a
-    list of names also a string (``"a"``, ``"a, b"``, ``"all"``, ``"none"``), a pair also
-    ``"2.5,10"``, a mapping also ``"search=5"`` or a list of such."""
+    Nothing is declared here: the name, type and ``Knob`` (description, bounds, where it may be
+    set) are the field's, and the default is the variant's spec's own (``max_turns=40``) or else
+    the field's. ``settings_of`` makes them; the checks, the command line's flags, Studio's form
+    and the docs' table read them.
+    """
+
+    field: dataclasses.Field[Any]
+    hint: Any
+    """The field's type, resolved (``int | None``, ``Literal["off", "gbnf"]``): the context
+    schema's field's type (Studio's form lists a ``Literal``'s choices)."""
     default: Any
-    description: str
-    minimum: float | None = None
-    """Smallest allowed value, inclusive."""
-    above: float | None = None
-    """Lower bound the value must exceed (exclusive)."""
-    maximum: float | None = None
-    """Largest allowed value, inclusive."""
-    optional: bool = False
-    """Whether None is a valid value (meaning "not set": the built value or a lookup)."""
-    build: bool = True
-    """Whether ``build_graph`` takes it as a keyword argument."""
-    per_run: bool = True
-    """Whether a run's context may change it (and Studio shows it)."""
-    unset: str = "none"
-    """What a None default means, in words (for the README's table)."""
-    changes_answers: bool = True
-    """Whether a run under another value is another result (part of a result's identity)."""
-    metavar: str | None = None
-    """The value's name in ``--help`` (default: the kind's, ``INT``)."""
-    choices: tuple[str, ...] = ()
-    """For a ``str`` setting: the only values it takes (``action_format``: text, tool_calls)."""
-    at_file: bool = False
-    """For a ``str`` setting: its flag also takes ``@FILE``, the text of that file."""
-    checker: Callable[[Any], Any] | None = None
-    """The value's own check beyond its kind (``answer_schema``: a JSON schema); it returns the
-    value to keep and raises TypeError/ValueError."""
-    flag: str | None = None
-    """Its command-line flag when not made from its name (``--tool-call-limit``)."""
-    items: tuple[type, ...] = ()
-    """For a fixed tuple (``token_prices``: ``(float, float)``): its items' types; empty for a
-    list of names."""
-    values: type | None = None
-    """For a ``dict`` setting (``tool_call_limits``): its values' type (``Any``: a JSON object,
-    ``answer_schema``)."""
+    """The variant's default: its spec's ``defaults`` entry, else the field's."""
 
     @property
-    def hint(self) -> Any:
-        """Its field's type in the context schema (Studio's form lists a ``Literal``'s choices)."""
-        kind: Any = tuple[str, ...] if self.kind is tuple else self.kind
-        if self.items:
-            kind = tuple.__class_getitem__(self.items)  # tuple[float, float]
-        if self.kind is dict:
-            kind = dict[str, self.values or int]  # type: ignore[misc]
-        if self.choices:
-            kind = Literal[self.choices]
-        return (kind | None) if self.optional else kind
+    def name(self) -> str:
+        """The field's name: the ``build_graph`` keyword, the context's key."""
+        return self.field.name
+
+    @property
+    def knob(self) -> Knob:
+        """Its description, bounds and where it may be set: the field's."""
+        return knob_of(self.field)
+
+    @property
+    def optional(self) -> bool:
+        """Whether None is a valid value (meaning "not set": the built value or a lookup)."""
+        return _optional(self.hint)[1]
+
+    @property
+    def kind(self) -> type:
+        """``int``, ``float``, ``str`` (a ``Literal``'s too), ``tuple`` for a list of names (or,
+        with ``items``, a fixed tuple of numbers), or ``dict`` for a number per name (or, with
+        ``values`` ``Any``, a JSON object); a float setting also takes an int, a list of names
+        also a string (``"a"``, ``"a, b"``, ``"all"``, ``"none"``), a pair also ``"2.5,10"``, a
+        mapping also ``"search=5"`` or a list of such."""
+        bare = _optional(self.hint)[0]
+        origin = typing.get_origin(bare)
+        return str if origin is Literal else origin or bare
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """For a ``Literal``: the only values it takes (``action_format``: text, tool_calls)."""
+        own = _optional(self.hint)[0]
+        return typing.get_args(own) if typing.get_origin(own) is Literal else ()
+
+    @property
+    def items(self) -> tuple[type, ...]:
+        """For a fixed tuple (``token_prices``: ``(float, float)``): its items' types; empty for
+        a list of names."""
+        args = typing.get_args(_optional(self.hint)[0]) if self.kind is tuple else ()
+        return args if Ellipsis not in args else ()
+
+    @property
+    def values(self) -> Any:
+        """For a ``dict`` (``tool_call_limits``): its values' type (``Any``: a JSON object,
+        ``answer_schema``)."""
+        return typing.get_args(_optional(self.hint)[0])[1] if self.kind is dict else None
+
+    def _as(self, hint: Any) -> Setting:
+        """This setting's view with another type: an item of a pair or of a mapping, checked
+        with the setting's own bounds and named by its name."""
+        return dataclasses.replace(self, hint=hint)
 
     def shown(self) -> str:
         """Its default in words: ``--help`` and the README's table show it."""
         if self.default is None:
-            return self.unset
+            return self.knob.unset
         if isinstance(self.default, dict):
             return ", ".join(f"{k}={v}" for k, v in self.default.items()) or NONE
         if isinstance(self.default, tuple) and self.items:
@@ -97,12 +108,9 @@ class Setting:
             return ", ".join(self.default) or NONE
         return f"{self.default}"
 
-    def but(self, **changes: Any) -> Setting:
-        """This setting with another default (or other fields), for one variant."""
-        return dataclasses.replace(self, **changes)
-
     def check(self, value: Any) -> Any:
         """The value, normalised; TypeError for a wrong type, ValueError for a wrong value."""
+        knob = self.knob
         if value is None:
             if self.optional:
                 return None
@@ -127,29 +135,27 @@ class Setting:
                 raise ValueError(
                     f"{self.name} must be one of {', '.join(self.choices)}, got {value!r}"
                 )
-            if self.maximum is not None and len(value) > self.maximum:
+            if knob.maximum is not None and len(value) > knob.maximum:
                 raise ValueError(
-                    f"{self.name} must be at most {self.maximum:g} characters, got {len(value)}"
+                    f"{self.name} must be at most {knob.maximum:g} characters, got {len(value)}"
                 )
-            return self.checker(value) if self.checker is not None else value
+            return knob.checker(value) if knob.checker is not None else value
         elif self.kind is dict and self.values is Any:  # a JSON object (answer_schema)
             if not isinstance(value, Mapping):
                 raise TypeError(f"{self.name} must be a JSON object, got {type(value).__name__}")
-            return self.checker(value) if self.checker is not None else dict(value)
+            return knob.checker(value) if knob.checker is not None else dict(value)
         elif self.kind is tuple and self.items:
-            return tuple(
-                self.but(kind=t, items=(), optional=False).check(v) for t, v in self._pair(value)
-            )
+            return tuple(self._as(t).check(v) for t, v in self._pair(value))
         elif self.kind is tuple:
             return names(self.name, value)
         elif self.kind is dict:
             return self._mapping(value)
-        if self.minimum is not None and value < self.minimum:
-            raise ValueError(f"{self.name} must be >= {self.minimum:g}, got {value}")
-        if self.above is not None and not value > self.above:
-            raise ValueError(f"{self.name} must be > {self.above:g}, got {value}")
-        if self.maximum is not None and value > self.maximum:
-            raise ValueError(f"{self.name} must be <= {self.maximum:g}, got {value}")
+        if knob.minimum is not None and value < knob.minimum:
+            raise ValueError(f"{self.name} must be >= {knob.minimum:g}, got {value}")
+        if knob.above is not None and not value > knob.above:
+            raise ValueError(f"{self.name} must be > {knob.above:g}, got {value}")
+        if knob.maximum is not None and value > knob.maximum:
+            raise ValueError(f"{self.name} must be <= {knob.maximum:g}, got {value}")
         return value
 
     def _pair(self, value: Any) -> list[tuple[type, Any]]:
@@ -188,7 +194,7 @@ class Setting:
                     continue
                 key, equals, number = part.partition("=")
                 try:
-                    pairs[key.strip()] = (self.values or int)(number.strip())
+                    pairs[key.strip()] = self.values(number.strip())
                 except ValueError:
                     raise ValueError(
                         f"{self.name} takes NAME=N, got {part[:MAX_NAME_CHARS]!r}"
@@ -203,7 +209,7 @@ class Setting:
         if len(value) > MAX_NAMES:
             raise ValueError(f"{self.name} takes at most {MAX_NAMES} names")
         checked: dict[str, Any] = {}
-        number = self.but(kind=self.values or int, values=None, optional=False)
+        number = self._as(self.values)
         for key, item in value.items():
             if not isinstance(key, str) or not key.strip() or len(key) > MAX_NAME_CHARS:
                 raise ValueError(
@@ -244,50 +250,25 @@ def names(name: str, value: Any) -> tuple[str, ...]:
     return (ALL,) if ALL in found else tuple(found)
 
 
-def _kind(hint: Any) -> tuple[type, bool, dict[str, Any]]:
-    """A field's type as a setting's kind (names and pairs: ``tuple``, choices: ``str``, a
-    number per name: ``dict``); None allowed?; the kind's details (``items``, ``values``)."""
-    optional = False
+def _optional(hint: Any) -> tuple[Any, bool]:
+    """A field's type without its None (``int | None``: ``int``), and whether it had one."""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         kinds = [k for k in typing.get_args(hint) if k is not type(None)]
-        optional, hint = len(kinds) < len(typing.get_args(hint)), kinds[0]
-    if typing.get_origin(hint) is tuple:
-        args = typing.get_args(hint)
-        fixed = args if args and Ellipsis not in args else ()
-        return tuple, optional, {"items": fixed} if fixed else {}
-    if typing.get_origin(hint) is dict:
-        return dict, optional, {"values": typing.get_args(hint)[1]}
-    if typing.get_origin(hint) is Literal:
-        return str, optional, {}
-    return hint, optional, {}
+        return kinds[0], len(kinds) < len(typing.get_args(hint))
+    return hint, False
 
 
 def settings_of(kind: type[RunSettings], **defaults: Any) -> tuple[Setting, ...]:
-    """The ``Setting`` of every field of ``kind``, in the class's order, with ``defaults``
-    (a variant's own: ``max_turns=40``) over the declared ones."""
+    """A view of every field of ``kind``, in the class's order, with ``defaults`` (a variant's
+    own: ``max_turns=40``) over the declared ones."""
     hints = typing.get_type_hints(kind)
     unknown = set(defaults) - {f.name for f in dataclasses.fields(kind)}
     if unknown:
         raise ValueError(f"{kind.__name__} has no setting {', '.join(sorted(unknown))}")
-    found = []
-    for item in dataclasses.fields(kind):
-        own, optional, details = _kind(hints[item.name])
-        literal = typing.get_origin(hints[item.name]) is Literal
-        declared = item.default
-        if declared is dataclasses.MISSING and item.default_factory is not dataclasses.MISSING:
-            declared = item.default_factory()  # a mapping's default
-        found.append(
-            Setting(
-                item.name,
-                own,
-                defaults.get(item.name, declared),
-                optional=optional,
-                choices=typing.get_args(hints[item.name]) if literal else (),
-                **details,
-                **item.metadata["setting"],
-            )
-        )
-    return tuple(found)
+    return tuple(
+        Setting(item, hints[item.name], defaults.get(item.name, default_of(item)))
+        for item in dataclasses.fields(kind)
+    )
 
 
 def at_least(floor: Sequence[str], chosen: Sequence[str]) -> tuple[str, ...]:
@@ -303,7 +284,9 @@ def check_all(
 ) -> dict[str, Any]:
     """Every setting's value: ``given`` checked over the defaults. A name the variant does not
     have (for ``where``: "build" or "run") is a ValueError naming the variant's own settings."""
-    allowed = {s.name: s for s in settings if (s.build if where == "build" else s.per_run)}
+    allowed = {
+        s.name: s for s in settings if (s.knob.build if where == "build" else s.knob.per_run)
+    }
     unknown = [name for name in given if name not in allowed]
     if unknown:
         raise ValueError(
@@ -338,11 +321,12 @@ class RunContext(dict[str, Any]):
 def context_schema(
     variant: str,
     settings: Iterable[Setting],
-    values: Mapping[str, Any],
-    also: Callable[[Mapping[str, Any]], None] | None = None,
+    built: RunSettings,
+    also: Callable[[RunSettings], None] | None = None,
     floors: Mapping[str, tuple[str, ...]] | None = None,
 ) -> type:
-    """The graph's context schema: one field per run setting, defaulting to the built value.
+    """The graph's context schema: one field per run setting (the field's type and description,
+    and no more), defaulting to the built value.
 
     Its constructor is the run-time check: LangGraph builds it from a dict context (Python or
     Studio), so an unknown field or a bad value fails the run before it starts. ``also`` then
@@ -355,11 +339,11 @@ def context_schema(
     field's default and description show the effective value.
     """
     floors = {name: floor for name, floor in (floors or {}).items() if floor}
-    run_settings = [s for s in settings if s.per_run]
+    run_settings = [s for s in settings if s.knob.per_run]
 
     def field(setting: Setting) -> Any:
-        value = values[setting.name]
-        about = {"description": _with_floor(setting.description, floors.get(setting.name))}
+        value = getattr(built, setting.name)
+        about = {"description": _with_floor(setting.knob.description, floors.get(setting.name))}
         if isinstance(value, dict):  # a JSON schema: a dataclass takes no mutable default
             return dataclasses.field(default_factory=lambda: copy.deepcopy(value), metadata=about)
         return dataclasses.field(default=value, metadata=about)
@@ -371,12 +355,14 @@ def context_schema(
         chosen = {name: value for name, value in given.items() if value is not None}
         checked = check_all(variant, run_settings, chosen, where="run")
         for setting in run_settings:
-            value = checked[setting.name] if setting.name in chosen else values[setting.name]
+            value = (
+                checked[setting.name] if setting.name in chosen else getattr(built, setting.name)
+            )
             if setting.name in floors:
                 value = at_least(floors[setting.name], value)
             object.__setattr__(self, setting.name, value)
         if also is not None:
-            also(vars(self))
+            also(built.over(vars(self)))
 
     title = "".join(part.title() for part in variant.split("_")) + "Context"
     schema = dataclasses.make_dataclass(

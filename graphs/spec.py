@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from reactgraph.nodes.run_settings import RunSettings
@@ -86,11 +87,14 @@ class Variant:
     """Build-time Python objects it accepts beyond the model and tools: ``store``,
     ``token_counter``, ``summarizer``."""
 
-    settings: tuple[Setting, ...] = field(init=False)
-    """Every setting it takes (each field of ``settings_type``), with this variant's defaults."""
-
     def __post_init__(self) -> None:
-        object.__setattr__(self, "settings", settings_of(self.settings_type, **self.defaults))
+        self.settings  # noqa: B018 (a default naming no setting fails here, on import)
+
+    @cached_property
+    def settings(self) -> tuple[Setting, ...]:
+        """Every setting it takes: a view of each field of ``settings_type``, with this
+        variant's defaults."""
+        return settings_of(self.settings_type, **self.defaults)
 
     def built(self, given: Mapping[str, Any]) -> RunSettings:
         """The settings a graph of this variant built with ``given`` has, as one value;

@@ -92,10 +92,9 @@ class Deps:
 
     model: BaseChatModel
     tools: Mapping[str, BaseTool]
-    settings: Mapping[str, Any]
-    """The variant's settings as built (a run's context may override the per-run ones)."""
-    settings_type: type[RunSettings]
-    """The variant's settings class: what ``run_settings`` makes."""
+    settings: RunSettings
+    """The variant's settings as built, one typed value (of the variant's class: what
+    ``run_settings`` makes); a run's context may override the per-run ones."""
     view: View
     tool_descriptions: str
     token_counter: TokenCounterFn
@@ -136,7 +135,7 @@ class Deps:
         made = self._settings_made.get(id(stored))
         if made is not None and made[0] is stored:
             return made[1]
-        value = self.settings_type.of({**self.settings, **(stored or {})})
+        value = self.settings.over(stored or {})
         with self._lock:
             remembered(self._settings_made, id(stored), (stored, value))
         return value
@@ -234,9 +233,8 @@ class Deps:
 def make_deps(
     model: BaseChatModel,
     tools: Sequence[BaseTool],
-    settings: Mapping[str, Any],
+    settings: RunSettings,
     *,
-    settings_type: type[RunSettings] = RunSettings,
     view: View = WHOLE,
     token_counter: TokenCounterFn | None = None,
     summarizer: BaseChatModel | None = None,
@@ -280,7 +278,6 @@ def make_deps(
         model=model,
         tools=by_name,
         settings=settings,
-        settings_type=settings_type,
         view=view,
         tool_descriptions=describe_tools(tools, extra_actions, injected),
         token_counter=counter,

@@ -21,7 +21,7 @@ from reactgraph.nodes.constrained import Constraint
 from reactgraph.nodes.deps import Deps, model_name
 from reactgraph.nodes.effects import Effect
 from reactgraph.nodes.parsing import clean_reply, invalid_reading, parse_react
-from reactgraph.nodes.providers import Limits, ModelCaller
+from reactgraph.nodes.providers import ModelCaller
 from reactgraph.nodes.run_settings import RunSettings, uses_tool_calls
 from reactgraph.nodes.state import ModelReply, ParsedReply, State
 from reactgraph.nodes.storable import storable
@@ -64,12 +64,6 @@ def _log_prompt(messages: list[BaseMessage]) -> None:
         logger.debug("prompt:\n%s", "\n---\n".join(message_text(m) for m in messages))
 
 
-def limits(deps: Deps, state: State) -> Limits:
-    """The run's limits on its model calls: its settings over the built ones (a run started
-    before a setting existed gets the built value)."""
-    return Limits.of(deps.run_settings(state))
-
-
 def ask(
     deps: Deps,
     caller: ModelCaller,
@@ -95,7 +89,7 @@ def ask(
             messages,
             config,
             stop,
-            limits(deps, state),
+            deps.run_settings(state),  # its settings over the built ones
             bound,
             span.retry if span else None,
             constraint,

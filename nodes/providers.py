@@ -15,7 +15,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -129,27 +128,11 @@ def call_deadline(model: BaseChatModel) -> float | None:
     return float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None
 
 
-@dataclass(frozen=True)
-class Limits:
-    """A run's limits on its model calls (its settings: the run's context may change them)."""
-
-    retries: int = 3
-    backoff_s: float = 0.5
-    max_completion_tokens: int | None = None
-
-    @classmethod
-    def of(cls, settings: RunSettings) -> Limits:
-        return cls(
-            retries=settings.model_retries,
-            backoff_s=settings.retry_backoff_s,
-            max_completion_tokens=settings.max_completion_tokens,
-        )
-
-
 class ModelCaller:
     """Calls one chat model with the stop sequence where it is accepted and the run's cap on
     the reply, retrying transient faults with exponential backoff (or the server's Retry-After)
-    as often as the run's ``Limits`` say."""
+    as often as the run's settings say (``model_retries``, ``retry_backoff_s``,
+    ``max_completion_tokens``)."""
 
     def __init__(self, model: BaseChatModel, model_name: str | None) -> None:
         self.model = model
@@ -160,11 +143,11 @@ class ModelCaller:
         self._lock = threading.Lock()
 
     def _arguments(
-        self, stop: list[str] | None, limits: Limits, body: Mapping[str, Any] | None = None
+        self, stop: list[str] | None, settings: RunSettings, body: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         arguments: dict[str, Any] = {"stop": stop} if stop and self._stop_ok else {}
-        if limits.max_completion_tokens is not None:
-            arguments.update(cap_arguments(self.model, limits.max_completion_tokens))
+        if settings.max_completion_tokens is not None:
+            arguments.update(cap_arguments(self.model, settings.max_completion_tokens))
         if body:
             # The call's extra_body replaces the model's own: both go, with the cap's.
             own = getattr(self.model, "extra_body", None) or {}
@@ -172,7 +155,7 @@ class ModelCaller:
         return arguments
 
     def _on_error(
-        self, error: Exception, attempt: int, stop: list[str] | None, limits: Limits
+        self, error: Exception, attempt: int, stop: list[str] | None, settings: RunSettings
     ) -> float:
         """Seconds to wait before the next attempt; raises when there is none."""
         if stop and self._stop_ok and rejects_stop(error):
@@ -182,7 +165,7 @@ class ModelCaller:
             return 0.0
         if not is_transient(error):
             raise error
-        if attempt > limits.retries:
+        if attempt > settings.model_retries:
             where = f" at {self.url}" if self.url else ""
             detail = str(error).strip().rstrip(".") or type(error).__name__
             raise ModelCallError(
@@ -191,13 +174,13 @@ class ModelCaller:
             ) from error
         delay = retry_after(error)
         if delay is None:
-            delay = limits.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random() / 2)
+            delay = settings.retry_backoff_s * 2 ** (attempt - 1) * (0.5 + random.random() / 2)
         delay = min(delay, MAX_BACKOFF_S)
         logger.warning(
             "model call failed (%s); retry %d of %d in %.2f s",
             error,
             attempt,
-            limits.retries,
+            settings.model_retries,
             delay,
         )
         return delay
@@ -206,18 +189,19 @@ class ModelCaller:
         self,
         messages: list[BaseMessage],
         config: RunnableConfig | None,
-        stop: list[str] | None = None,
-        limits: Limits | None = None,
+        stop: list[str] | None,
+        settings: RunSettings,
         bound: Mapping[str, Any] | None = None,
         on_retry: Callable[[int, BaseException, float], None] | None = None,
         constraint: Constraint | None = None,
     ) -> Generator[Effect, Any, Any]:
         """The model's reply message, with the quirks handled (a node body's ``yield from``).
-        ``bound``: call arguments of the model's ``bind_tools`` (the tools), sent with each
-        attempt; ``on_retry(attempt, error, delay)`` is told of each retry (the traces).
+        ``settings``: the run's, whose ``model_retries``, ``retry_backoff_s`` and
+        ``max_completion_tokens`` bound the call. ``bound``: call arguments of the model's
+        ``bind_tools`` (the tools), sent with each attempt; ``on_retry(attempt, error, delay)``
+        is told of each retry (the traces).
         ``constraint``: what constrains the reply (``constrained_decoding``), unless this server
         rejected it: then it is sent without, once told (``constrained``)."""
-        limits = limits or Limits()
         attempt, plain = 0, bool(bound) and self._tools_plain
         active = constraint is not None and not constrained.refused(self.url)
         while True:
@@ -225,13 +209,13 @@ class ModelCaller:
             chosen = constraint if active else None
             tools = bound if chosen is None or chosen.bound is None else chosen.bound
             body = chosen.body if chosen is not None else None
-            arguments = {**(tools or {}), **self._arguments(stop, limits, body)}
+            arguments = {**(tools or {}), **self._arguments(stop, settings, body)}
             call = ModelCall(self.model, messages, config, arguments, self.deadline, plain)
             try:
                 return (yield call)
             except StreamCut as error:
                 if plain:
-                    yield Pause(self._on_error(error, attempt, stop, limits))
+                    yield Pause(self._on_error(error, attempt, stop, settings))
                     continue
                 # Not the model's reply, nor a fault of its: asked again at once, plain (a
                 # server that cuts streams when busy, as llama-cpp-python's does, never cuts
@@ -248,7 +232,7 @@ class ModelCaller:
                     constrained.note_refused(self.url, error)
                     active, attempt = False, attempt - 1  # asked again at once: not a retry
                     continue
-                delay = self._on_error(error, attempt, stop, limits)
+                delay = self._on_error(error, attempt, stop, settings)
                 if on_retry is not None:
                     on_retry(attempt, error, delay)
                 yield Pause(delay)

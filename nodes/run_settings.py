@@ -1,10 +1,12 @@
 """A run's settings as one typed, frozen value, and where every setting is declared.
 
-Each setting is one field of these classes: its type, its default, its description and bounds
-(``knob``). A variant's spec names its class and changes only defaults (``max_turns``); its
-``Setting`` values, the command line's flags, Studio's form and the README's table all come from
-these fields (``reactgraph.settings.settings_of``). Nodes read a run's value as attributes
-(``deps.run_settings(state).max_turns``), so a misspelt setting is a type error under mypy.
+Each setting is one field of these classes, and declared nowhere else: its type (the
+annotation), its default, its description, bounds and where it may be set (its ``Knob``, made by
+``knob``). A variant's spec names its class and changes only defaults (``max_turns``). The
+checks, the command line's flags, Studio's form and the docs' table all read these fields
+(``reactgraph.settings.settings_of``: a read-only view of each). Nodes read a run's value as
+attributes (``deps.run_settings(state).max_turns``), so a misspelt setting is a type error under
+mypy.
 
 The state stores the run's settings as a plain mapping (what every checkpointer and the
 LangGraph server's API keep as they are, and what older checkpoints hold); the value is made
@@ -30,53 +32,67 @@ MAX_INSTRUCTIONS_CHARS = 16_000
 """The longest ``instructions`` text: it is sent with every model call of the run."""
 
 
-def knob(
-    default: Any,
-    description: str,
-    *,
-    minimum: float | None = None,
-    above: float | None = None,
-    maximum: float | None = None,
-    build: bool = True,
-    per_run: bool = True,
-    unset: str = "none",
-    changes_answers: bool = True,
-    metavar: str | None = None,
-    at_file: bool = False,
-    checker: Callable[[Any], Any] | None = None,
-    flag: str | None = None,
-) -> Any:
-    """A setting's field: its default, its description (``--help``, Studio, the README), its
-    bounds, and where it may be set (``build``: a ``build_graph`` keyword; ``per_run``: a run's
-    context); ``unset`` says in words what a None default means; ``changes_answers``: whether
-    an answer made under another value is another result (an eval's or a batch's results are
-    reused only for the same values); ``metavar``: the value's name in ``--help``; ``at_file``:
-    a text whose flag also takes ``@FILE`` (the file's text); ``checker``: the value's own check
-    beyond its type (returns the value to keep; TypeError/ValueError); ``flag``: the command
-    line's flag when it is not the name's (``--tool-call-limit`` for ``tool_call_limits``, one
-    limit a flag). Its type is the annotation (``tuple[str, ...]``: a list of names;
+@dataclass(frozen=True)
+class Knob:
+    """What a setting's field declares besides its name, type and default: the field's metadata
+    (``metadata["knob"]``), typed. Written by ``knob``, read by ``knob_of``; the checks, the
+    command line's flags, Studio's form and the docs' table read it through
+    ``reactgraph.settings.Setting``, a view of the field."""
+
+    description: str
+    """What it does, in one or two sentences (``--help``, Studio's form, the docs' table)."""
+    minimum: float | None = None
+    """Smallest allowed value, inclusive."""
+    above: float | None = None
+    """Lower bound the value must exceed (exclusive)."""
+    maximum: float | None = None
+    """Largest allowed value, inclusive; for a text, its most characters."""
+    build: bool = True
+    """Whether ``build_graph`` takes it as a keyword argument (and the command line a flag)."""
+    per_run: bool = True
+    """Whether a run's context may change it (and Studio's form shows it)."""
+    unset: str = "none"
+    """What a None default means, in words (``--help``, the docs' table)."""
+    changes_answers: bool = True
+    """Whether an answer made under another value is another result (an eval's or a batch's
+    results are reused only for the same values)."""
+    metavar: str | None = None
+    """The value's name in ``--help`` (default: its type's, ``INT``)."""
+    at_file: bool = False
+    """For a text: its flag also takes ``@FILE``, the text of that file."""
+    checker: Callable[[Any], Any] | None = None
+    """The value's own check beyond its type (``answer_schema``: a JSON schema); it returns the
+    value to keep and raises TypeError/ValueError."""
+    flag: str | None = None
+    """The command line's flag when it is not made from the name (``--tool-call-limit`` for
+    ``tool_call_limits``, one limit a flag)."""
+
+
+def knob(default: Any, description: str, **details: Any) -> Any:
+    """A setting's field: its default, its description and the rest of its ``Knob`` (bounds,
+    where it may be set...). Its type is the annotation (``tuple[str, ...]``: a list of names;
     ``tuple[float, float]``: a pair of numbers; ``dict[str, int]``: a number per name;
-    ``dict[str, Any]``: a JSON object, whose flag names a JSON file). For a text, ``maximum``
-    bounds its length."""
-    metadata = {
-        "description": description,
-        "minimum": minimum,
-        "above": above,
-        "maximum": maximum,
-        "build": build,
-        "per_run": per_run,
-        "unset": unset,
-        "changes_answers": changes_answers,
-        "metavar": metavar,
-        "at_file": at_file,
-        "checker": checker,
-        "flag": flag,
-    }
+    ``dict[str, Any]``: a JSON object, whose flag names a JSON file; a ``Literal``: its
+    choices; ``X | None``: None allowed, meaning ``unset``)."""
+    metadata = {"knob": Knob(description, **details)}
     if isinstance(default, dict):  # a mapping's default is made afresh for each value
-        return dataclasses.field(
-            default_factory=lambda: dict(default), metadata={"setting": metadata}
-        )
-    return dataclasses.field(default=default, metadata={"setting": metadata})
+        return dataclasses.field(default_factory=lambda: dict(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def knob_of(item: dataclasses.Field[Any]) -> Knob:
+    """A setting's field's ``Knob``: its description, bounds and where it may be set."""
+    found = item.metadata.get("knob")
+    if not isinstance(found, Knob):
+        raise TypeError(f"{item.name} is not a setting: declare it with knob(...)")
+    return found
+
+
+def default_of(item: dataclasses.Field[Any]) -> Any:
+    """A setting's field's declared default (a mapping's made afresh)."""
+    if item.default_factory is not dataclasses.MISSING:
+        return item.default_factory()
+    return item.default
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,6 +246,11 @@ class RunSettings:
             k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known
         }
         return cls(**given)
+
+    def over(self: T, values: Mapping[str, Any]) -> T:
+        """This value with ``values`` over it (a run's stored settings, or its context); keys
+        of other variants (or of an older version) are left out."""
+        return self.of({**vars(self), **values})
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as the state stores them: a list of names (``approve``) or a pair

@@ -303,7 +303,7 @@ def test_only_the_named_tools_wait_and_the_variants_own_actions_never_do(run: Ru
 
 def test_the_setting_reads_every_form_and_refuses_a_tool_the_graph_lacks() -> None:
     setting = REGISTRY["transcript"].setting("approve")
-    assert setting is not None and setting.per_run and setting.build
+    assert setting is not None and setting.knob.per_run and setting.knob.build
     forms = {
         "echo": ("echo",),
         " echo, other ,echo": ("echo", "other"),

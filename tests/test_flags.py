@@ -39,7 +39,7 @@ def test_every_setting_of_every_variant_has_exactly_one_flag(name: str) -> None:
     options = options_of(parser)
     for spec in REGISTRY.values():
         for setting in spec.settings:
-            option = flag(setting.name) if setting.build else MODEL_FLAGS[setting.name]
+            option = flag(setting.name) if setting.knob.build else MODEL_FLAGS[setting.name]
             assert options.count(option) == 1, (spec.name, setting.name, option)
 
 
@@ -49,11 +49,11 @@ def test_each_flag_shows_the_spec_defaults_and_has_none_of_its_own(name: str) ->
     parser.format_help()  # renders (a % in a description would break it)
     for spec in REGISTRY.values():
         for setting in spec.settings:
-            if not setting.build:
+            if not setting.knob.build:
                 continue
             shown = action(parser, flag(setting.name))
             assert shown.default is None, setting.name
-            assert setting.description.split(" (")[0] in shown.help
+            assert setting.knob.description.split(" (")[0] in shown.help
             assert flags.shown(setting) in shown.help, (spec.name, setting.name, shown.help)
 
 

@@ -295,7 +295,9 @@ def test_a_graph_keeps_only_the_newest_per_run_models() -> None:
         made.append(name)
         return ScriptedChatModel(replies=[], model_name=name)
 
-    deps = make_deps(ScriptedChatModel(replies=[]), [calculator], {}, model_factory=factory)
+    deps = make_deps(
+        ScriptedChatModel(replies=[]), [calculator], RunSettings(), model_factory=factory
+    )
     first = deps.caller_for(RunSettings(model_name="m0"))
     for n in range(1, 3 * MOST_REMEMBERED):
         if n % 2:  # m0 used again now and then: kept, the same caller, made once

@@ -78,9 +78,7 @@ def parsed_action(name: str, tool_input: str) -> dict[str, Any]:
 
 @pytest.fixture
 def deps():
-    return make_deps(
-        fake_model(answer("ok")), [ToolLog().echo()], SETTINGS, settings_type=NotesSettings
-    )
+    return make_deps(fake_model(answer("ok")), [ToolLog().echo()], NotesSettings.of(SETTINGS))
 
 
 def test_render_prompt_starts_with_the_filled_prompt_then_the_turns(deps) -> None:
@@ -146,7 +144,7 @@ def test_start_run_fixes_the_settings_and_resets(deps) -> None:
 def test_call_model_is_one_body_for_both_shells(deps) -> None:
     sync = drive(call_model(state(), {}, deps))
     model = fake_model(answer("ok"))
-    async_deps = make_deps(model, [ToolLog().echo()], SETTINGS, settings_type=NotesSettings)
+    async_deps = make_deps(model, [ToolLog().echo()], NotesSettings.of(SETTINGS))
     asynchronous = asyncio.run(adrive(call_model(state(), {}, async_deps)))
     for update in (sync, asynchronous):
         assert update["reply"]["text"] == answer("ok")

@@ -200,7 +200,7 @@ CASES = [
     (name, setting.name)
     for name, spec in REGISTRY.items()
     for setting in spec.settings
-    if setting.per_run
+    if setting.knob.per_run
 ]
 
 

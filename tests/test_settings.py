@@ -10,7 +10,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import VARIANTS, RunContext, build_graph
-from reactgraph.settings import Setting
+from reactgraph.nodes.run_settings import RunSettings, knob
+from reactgraph.settings import settings_of
 from reactgraph.variants import REGISTRY
 from tests.fakes import ToolLog, action, answer, fake_model
 
@@ -20,8 +21,14 @@ def graph(variant: str, **settings: object):
     return build_graph(variant, model=fake_model(answer("ok")), tools=[], **extra, **settings)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Probe(RunSettings):
+    share: float = knob(0.5, "s", above=0, maximum=1)
+
+
 def test_a_setting_checks_type_and_range_the_same_way_everywhere() -> None:
-    turns = Setting("max_turns", int, 10, "cap", minimum=1)
+    named = {s.name: s for s in settings_of(Probe, max_turns=10)}
+    turns, share = named["max_turns"], named["share"]
     assert turns.check(3) == 3
     with pytest.raises(TypeError):
         turns.check("3")
@@ -29,7 +36,6 @@ def test_a_setting_checks_type_and_range_the_same_way_everywhere() -> None:
         turns.check(True)
     with pytest.raises(ValueError, match=">= 1"):
         turns.check(0)
-    share = Setting("share", float, 0.5, "s", above=0, maximum=1)
     assert share.check(1) == 1.0
     for bad in (0, 1.5, float("nan"), float("inf")):
         with pytest.raises(ValueError):
@@ -43,7 +49,7 @@ def test_the_context_schema_is_the_variants_own_settings_with_the_built_values(
     spec = REGISTRY[variant]
     built = graph(variant, max_turns=7)
     fields = {f.name: f for f in dataclasses.fields(built.context_schema)}
-    assert set(fields) == {s.name for s in spec.settings if s.per_run}
+    assert set(fields) == {s.name for s in spec.settings if s.knob.per_run}
     assert fields["max_turns"].default == 7
     assert all(f.metadata["description"] for f in fields.values())
     schema = built.get_context_jsonschema()

@@ -335,7 +335,9 @@ def test_instructions_are_bounded_and_checked() -> None:
         graph.invoke({"question": "q"}, context={"instructions": too_long})
     build_graph("transcript", model=model, tools=[], instructions="y" * MAX_INSTRUCTIONS_CHARS)
     assert model.calls == []
-    assert str(MAX_INSTRUCTIONS_CHARS) in REGISTRY["transcript"].setting("instructions").description  # type: ignore[union-attr]
+    instructions = REGISTRY["transcript"].setting("instructions")
+    assert instructions is not None
+    assert str(MAX_INSTRUCTIONS_CHARS) in instructions.knob.description
 
 
 def test_the_docs_examples_run_as_written(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,11 +1,13 @@
-"""The command line's setting flags, generated from the variants' ``Setting`` values, and the
-options only the command line has, which travel apart from the settings.
+"""The command line's setting flags, generated from the variants' settings fields (read through
+``reactgraph.settings.Setting``, a view of each), and the options only the command line has,
+which travel apart from the settings.
 
 Every build-time setting of every variant is one flag (``max_turns`` -> ``--max-turns``), typed
 and checked by the setting itself, with its description and the spec's defaults as its help. A
 flag has no default of its own: a setting not given on the command line keeps its variant's
-default (and is not written into the run's record). A new ``Setting`` gets its flag with no
-change here. The run-time-only model settings are the command line's ``--model``/``--base-url``.
+default (and is not written into the run's record). A new setting (a field with its ``knob``)
+gets its flag with no change here. The run-time-only model settings are the command line's
+``--model``/``--base-url``.
 
 Imports no LangGraph: the parser is built from this for ``--help`` too.
 """
@@ -64,7 +66,7 @@ def flag(name: str) -> str:
     """A setting's flag: ``max_turns`` -> ``--max-turns``; a setting may name its own
     (``tool_call_limits`` -> ``--tool-call-limit``, one limit a flag)."""
     takers = flag_settings().get(name) or {}
-    own = next((s.flag for s in takers.values() if s.flag), None)
+    own = next((s.knob.flag for s in takers.values() if s.knob.flag), None)
     return own or "--" + name.replace("_", "-")
 
 
@@ -82,7 +84,7 @@ def flag_settings() -> dict[str, dict[str, Setting]]:
     found: dict[str, dict[str, Setting]] = {}
     for name, spec in REGISTRY.items():
         for setting in spec.settings:
-            if setting.build:
+            if setting.knob.build:
                 found.setdefault(setting.name, {})[name] = setting
     return found
 
@@ -108,7 +110,7 @@ def _parse(setting: Setting) -> Callable[[str], Any]:
         try:
             if setting.kind is dict and setting.values is Any:
                 value = _json_file(text)  # a JSON document (answer_schema): its file's
-            elif setting.at_file and text.startswith("@"):
+            elif setting.knob.at_file and text.startswith("@"):
                 value = _text_file(text[1:])
             else:
                 value = text if as_text else setting.kind(text)
@@ -181,7 +183,7 @@ def help_text(takers: Mapping[str, Setting]) -> str:
         default = "default: " + ", ".join(f"{d} ({', '.join(v)})" for d, v in groups.items())
     only = "" if len(takers) == len(REGISTRY) else f"; only {', '.join(takers)}"
     again = "; repeatable" if repeated(first) else ""
-    return f"{first.description} ({default}{only}{again})".replace("%", "%%")
+    return f"{first.knob.description} ({default}{only}{again})".replace("%", "%%")
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
@@ -190,7 +192,7 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("settings (unset: the variant's own default)")
     for name, takers in flag_settings().items():
         first = next(iter(takers.values()))
-        metavar = first.metavar or first.kind.__name__.upper()
+        metavar = first.knob.metavar or first.kind.__name__.upper()
         group.add_argument(
             flag(name),
             dest=name,

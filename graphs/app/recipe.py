@@ -60,7 +60,9 @@ class Recipe:
         config is not reused."""
         spec = spec_of(variant)
         built = spec.built({**taken_by(variant, self.settings), **changes}).as_dict()
-        settings = {s.name: built[s.name] for s in spec.settings if s.build and s.changes_answers}
+        settings = {
+            s.name: built[s.name] for s in spec.settings if s.knob.build and s.knob.changes_answers
+        }
         options = self.options
         return {
             "model": self.model,

@@ -10,8 +10,7 @@ changes: the assembly, the settings, the CLI and Studio follow from the spec.
 
 from __future__ import annotations
 
-from typing import Any
-
+from reactgraph.settings import Setting
 from reactgraph.spec import Variant
 from reactgraph.variants.compaction import COMPACTION
 from reactgraph.variants.notes import NOTES
@@ -38,7 +37,7 @@ def settings_table() -> str:
     """Every variant's settings and defaults as a Markdown table (the README shows it; a test
     checks the two agree)."""
     names = list(REGISTRY)
-    seen: dict[str, Any] = {}
+    seen: dict[str, Setting] = {}
     for spec in REGISTRY.values():
         for setting in spec.settings:
             seen.setdefault(setting.name, setting)
@@ -51,10 +50,12 @@ def settings_table() -> str:
         for spec in REGISTRY.values():
             own = spec.setting(name)
             cells.append("-" if own is None else _shown(own))
-        where = ["yes" if setting.build else "no", "yes" if setting.per_run else "no"]
-        rows.append(f"| `{name}` | " + " | ".join([*cells, *where, setting.description]) + " |")
+        where = ["yes" if setting.knob.build else "no", "yes" if setting.knob.per_run else "no"]
+        rows.append(
+            f"| `{name}` | " + " | ".join([*cells, *where, setting.knob.description]) + " |"
+        )
     return "\n".join(rows)
 
 
-def _shown(setting: Any) -> str:
-    return f"({setting.unset})" if setting.default is None else f"`{setting.shown()}`"
+def _shown(setting: Setting) -> str:
+    return f"({setting.knob.unset})" if setting.default is None else f"`{setting.shown()}`"
