@@ -1,6 +1,6 @@
 """Settings: each declared once, checked by one function at build time and per run alike.
 
-Every setting is a field of a run-settings class (``reactgraph.nodes.run_settings``);
+Every setting is a field of a run-settings class (``reactgraph.nodes.loop.run_settings``);
 ``settings_of`` makes a variant's class its ``Setting`` values, with the variant's defaults.
 ``build_graph`` checks keyword arguments with ``Setting.check``, as does a run's context made the
 graph's context schema (defaults: the built values, so Studio's form shows that variant's).
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Literal
 
-from reactgraph.nodes.run_settings import RunSettings
+from reactgraph.nodes.loop.run_settings import RunSettings
 
 MAX_NAMES = 256
 """The most names a list setting holds (a run's context comes from whoever starts the run)."""

@@ -92,3 +92,30 @@ def test_the_rooms_hold_what_the_readme_says() -> None:
         "studio.py",
         "transport.py",
     }, top
+
+
+# nodes/ is grouped by concern: each room a subpackage, no module left loose beside them.
+NODE_ROOMS = {"loop", "reading", "calling", "running", "features", "chatview"}
+
+
+def test_nodes_are_grouped_in_rooms() -> None:
+    loose = {p.name for p in (ROOT / "nodes").glob("*.py")}
+    assert loose == {"__init__.py"}, loose
+    rooms = {p.name for p in (ROOT / "nodes").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert rooms == NODE_ROOMS, rooms
+    for room in rooms:
+        assert (ROOT / "nodes" / room / "__init__.py").exists(), room
+
+
+def test_a_room_shares_its_name_with_no_module() -> None:
+    names = {
+        p.stem for folder in ("graphs", "nodes", "tools") for p in (ROOT / folder).rglob("*.py")
+    }
+    rooms = {p.name for p in (ROOT / "nodes").iterdir() if (p / "__init__.py").exists()}
+    assert not rooms & names, rooms & names
+
+
+def test_the_rooms_are_installed() -> None:
+    text = (ROOT / "pyproject.toml").read_text()
+    for room in (p.name for p in (ROOT / "nodes").iterdir() if (p / "__init__.py").exists()):
+        assert f'"reactgraph.nodes.{room}"' in text, room

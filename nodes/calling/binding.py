@@ -3,7 +3,7 @@
 action format.
 
 Each tool, and each of the variant's own actions (``update_notes``), becomes the JSON schema of a
-function, built from the arguments the model is meant to write (``tool_input.visible_args``: the
+function, built from the arguments the model is meant to write (``tool_io.visible_args``: the
 same reading of every tool form as the text format's; injected arguments never shown). The model's
 ``bind_tools`` turns them into the call arguments its provider wants (``tools``, and for the
 OpenAI family ``tool_choice="auto"``, which llama-cpp-python's chatml-function-calling needs
@@ -21,10 +21,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tools import BaseTool
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.injection import Injected
-from reactgraph.nodes.streamchoice import openai_family
-from reactgraph.nodes.tool_input import RAW, Uncallable, describe_schema, visible_args
+from reactgraph.nodes.calling.streamchoice import openai_family
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.running.tool_io import (
+    RAW,
+    Injected,
+    Uncallable,
+    describe_schema,
+    visible_args,
+)
 
 logger = logging.getLogger(__name__)
 

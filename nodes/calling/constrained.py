@@ -27,7 +27,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from reactgraph.nodes.streamchoice import openai_family
+from reactgraph.nodes.calling.streamchoice import openai_family
 
 logger = logging.getLogger(__name__)
 

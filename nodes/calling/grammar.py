@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reactgraph.nodes.gbnf import Grammar, json_object, json_value, line_text, literal
-from reactgraph.nodes.parsing import parse_react
+from reactgraph.nodes.calling.gbnf import Grammar, json_object, json_value, line_text, literal
+from reactgraph.nodes.reading.textparser import parse_react
 
 THOUGHT = "Thought: "
 ACTION = "Action: "

@@ -15,21 +15,23 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import constrained, prompts, tracing
-from reactgraph.nodes.binding import refused
-from reactgraph.nodes.constrained import Constraint
-from reactgraph.nodes.deps import Deps, model_name
-from reactgraph.nodes.effects import Effect
-from reactgraph.nodes.parsing import clean_reply, invalid_reading, parse_react
-from reactgraph.nodes.providers import Limits, ModelCaller
-from reactgraph.nodes.run_settings import RunSettings, uses_tool_calls
-from reactgraph.nodes.state import ModelReply, ParsedReply, State
-from reactgraph.nodes.storable import storable
-from reactgraph.nodes.streaming import was_cut
-from reactgraph.nodes.tokens import message_text
-from reactgraph.nodes.toolcalls import calls_of, read_tool_calls
-from reactgraph.nodes.transcript import new_turn, render_prompt
-from reactgraph.nodes.typed_answer import Rejected, answer_kind, read_typed
+from reactgraph.nodes.calling import constrained
+from reactgraph.nodes.calling.binding import refused
+from reactgraph.nodes.calling.constrained import Constraint
+from reactgraph.nodes.calling.providers import Limits, ModelCaller
+from reactgraph.nodes.calling.streaming import was_cut
+from reactgraph.nodes.calling.tokens import message_text
+from reactgraph.nodes.features import tracing
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.deps import Deps, model_name
+from reactgraph.nodes.loop.effects import Effect
+from reactgraph.nodes.loop.run_settings import RunSettings, uses_tool_calls
+from reactgraph.nodes.loop.state import ModelReply, ParsedReply, State
+from reactgraph.nodes.loop.storable import storable
+from reactgraph.nodes.loop.transcript import new_turn, render_prompt
+from reactgraph.nodes.reading.textparser import clean_reply, invalid_reading, parse_react
+from reactgraph.nodes.reading.toolcalls import calls_of, read_tool_calls
+from reactgraph.nodes.reading.typed_answer import Rejected, answer_kind, read_typed
 
 logger = logging.getLogger(__name__)
 

@@ -23,12 +23,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import constrained, streamchoice
-from reactgraph.nodes.constrained import Constraint
-from reactgraph.nodes.effects import Effect, Pause
-from reactgraph.nodes.replies import MalformedReply, StreamCut
-from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.streaming import ModelCall, cap_arguments
+from reactgraph.nodes.calling import constrained, streamchoice
+from reactgraph.nodes.calling.constrained import Constraint
+from reactgraph.nodes.calling.replies import MalformedReply, StreamCut
+from reactgraph.nodes.calling.streaming import ModelCall, cap_arguments
+from reactgraph.nodes.loop.effects import Effect, Pause
+from reactgraph.nodes.loop.run_settings import RunSettings
 
 logger = logging.getLogger(__name__)
 

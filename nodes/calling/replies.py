@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from langchain_core.language_models import BaseChatModel
 
-from reactgraph.nodes.streamchoice import openai_family
+from reactgraph.nodes.calling.streamchoice import openai_family
 
 # langchain-core's words for a stream that yielded nothing (a body that was no event stream),
 # and langchain-openai's for a completion without choices (KeyError, or TypeError when null).

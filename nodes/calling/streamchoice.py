@@ -9,7 +9,7 @@ default, ends a stream early when another request is waiting (``--interrupt_requ
 So a ChatOpenAI left to choose (neither ``streaming=True`` nor ``disable_streaming``, as
 ``chat_model`` makes it by default) streams, and learns from the replies, never from a request
 of its own: a server whose streamed reply ends without usage (that call is counted with
-tiktoken, ``nodes.model.count_tokens``, ``note_no_usage``) or is cut short (``note_cut``) is
+tiktoken, ``nodes.calling.model.count_tokens``, ``note_no_usage``) or is cut short (``note_cut``) is
 called plain from then on, per server and model, for the process (the last ``MOST_SERVERS``).
 """
 

@@ -29,11 +29,11 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import deadlines, replies, streamchoice
-from reactgraph.nodes.linebreaks import plain, with_hard_breaks
-from reactgraph.nodes.replies import MalformedReply, StreamCut
-from reactgraph.nodes.streamchoice import OPENAI_URL, openai_family
-from reactgraph.nodes.toolcalls import reread_calls
+from reactgraph.nodes.calling import deadlines, replies, streamchoice
+from reactgraph.nodes.calling.replies import MalformedReply, StreamCut
+from reactgraph.nodes.calling.streamchoice import OPENAI_URL, openai_family
+from reactgraph.nodes.chatview.linebreaks import plain, with_hard_breaks
+from reactgraph.nodes.reading.toolcalls import reread_calls
 
 # How a finished reply says it was cut at the cap: OpenAI-compatible servers' finish_reason,
 # Anthropic's stop_reason, Ollama's done_reason.
@@ -218,7 +218,7 @@ class ModelCall:
         return {**self.arguments, "stream": False} if forced else self.arguments
 
     def run(self) -> Any:
-        """The reply (as the model wrote it; ``reactgraph.nodes.linebreaks``)."""
+        """The reply (as the model wrote it; ``reactgraph.nodes.chatview.linebreaks``)."""
         config = with_hard_breaks(self.config)
         abandoned = threading.Event()
 

@@ -17,18 +17,18 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.endings import ENDINGS
-from reactgraph.nodes.linebreaks import hard
-from reactgraph.nodes.questions import content_parts, unread_note
-from reactgraph.nodes.state import CompactionRecord, Turn
-from reactgraph.nodes.tool_input import Uncallable, model_json, visible_args
+from reactgraph.nodes.chatview.linebreaks import hard
+from reactgraph.nodes.chatview.questions import content_parts, unread_note
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.endings import ENDINGS
+from reactgraph.nodes.loop.state import CompactionRecord, Turn
+from reactgraph.nodes.running.tool_io import Uncallable, model_json, visible_args
 
 # Ids of the human messages a run adds for a question given as ``{"question": ...}``.
 QUESTION_ID = "rg-question-"
 # The tool-call name of a reply that named no valid action (its Observation says why).
 INVALID = "invalid_reply"
-# The last AI message of a run that ended without an answer (see ``reactgraph.nodes.endings``).
+# The last AI message of a run that ended without an answer (see ``reactgraph.nodes.loop.endings``).
 _ENDINGS = {e.status: e.chat for e in ENDINGS.values() if e.chat is not None}
 
 

@@ -2,7 +2,8 @@
 breaks of the message the chat view stores.
 
 Chat clients render messages as Markdown, which joins lines that one newline separates, so the
-chat view stores each of the model's lines with a hard break (``reactgraph.nodes.chat.shown``).
+chat view stores each of the model's lines with a hard break
+(``reactgraph.nodes.chatview.chat.shown``).
 The tokens LangGraph streams (``stream_mode="messages"``) are the model's own, which would show
 a turn on one line until the stored message replaces them. ``HardBreaks`` is a callback that
 runs before LangGraph's: it puts the same hard breaks into each streamed chunk, and into the

@@ -21,10 +21,10 @@ import logging
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.state import BudgetRecord, RunUsage
-from reactgraph.nodes.transcript import new_turn
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.run_settings import RunSettings
+from reactgraph.nodes.loop.state import BudgetRecord, RunUsage
+from reactgraph.nodes.loop.transcript import new_turn
 
 logger = logging.getLogger(__name__)
 

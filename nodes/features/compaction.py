@@ -13,16 +13,16 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.deps import Deps
-from reactgraph.nodes.effects import Effect
-from reactgraph.nodes.history import earlier_text, folded
-from reactgraph.nodes.model import ask
-from reactgraph.nodes.providers import ModelCallError
-from reactgraph.nodes.run_settings import CompactionSettings, narrowed, uses_tool_calls
-from reactgraph.nodes.state import CompactionRecord, ModelReply, State, Turn
-from reactgraph.nodes.tool_runs import truncate
-from reactgraph.nodes.transcript import instructions_block, render_prompt, visible_turns
+from reactgraph.nodes.calling.model import ask
+from reactgraph.nodes.calling.providers import ModelCallError
+from reactgraph.nodes.features.history import earlier_text, folded
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.deps import Deps
+from reactgraph.nodes.loop.effects import Effect
+from reactgraph.nodes.loop.run_settings import CompactionSettings, narrowed, uses_tool_calls
+from reactgraph.nodes.loop.state import CompactionRecord, ModelReply, State, Turn
+from reactgraph.nodes.loop.transcript import instructions_block, render_prompt, visible_turns
+from reactgraph.nodes.running.tool_runs import truncate
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ Earlier runs enter a prompt as question and answer only; their turns stay in the
 and the chat view. The block is bounded: at most ``history_runs`` runs, each question and
 answer cut at ``max_observation_chars`` as Observations are, so a thread of a thousand questions
 costs a prompt no more than one of ``history_runs``. The compaction variants fold it into their
-summary when the window fills (``reactgraph.nodes.compaction``).
+summary when the window fills (``reactgraph.nodes.features.compaction``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.state import EarlierRun
-from reactgraph.nodes.view import View
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.run_settings import RunSettings
+from reactgraph.nodes.loop.state import EarlierRun
+from reactgraph.nodes.loop.view import View
 
 STORED_CHARS = 20_000
 """The longest question or answer a run record keeps (cut with the Observations' marker): what
@@ -26,7 +26,7 @@ a thread stores per run stays bounded whatever the model wrote."""
 
 def cut(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters with the marker Observations get
-    (``reactgraph.nodes.tool_runs.truncate``'s rule)."""
+    (``reactgraph.nodes.running.tool_runs.truncate``'s rule)."""
     if len(text) <= limit:
         return text
     return text[:limit] + prompts.TRUNCATION_MARKER.format(cut=len(text) - limit, total=len(text))

@@ -17,12 +17,12 @@ from typing import Any, Protocol
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.deps import Deps
-from reactgraph.nodes.effects import Blocking, Effect
-from reactgraph.nodes.run_settings import NotesSettings, narrowed
-from reactgraph.nodes.state import State
-from reactgraph.nodes.transcript import new_turn
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.deps import Deps
+from reactgraph.nodes.loop.effects import Blocking, Effect
+from reactgraph.nodes.loop.run_settings import NotesSettings, narrowed
+from reactgraph.nodes.loop.state import State
+from reactgraph.nodes.loop.transcript import new_turn
 
 logger = logging.getLogger(__name__)
 

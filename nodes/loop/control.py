@@ -12,15 +12,15 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Overwrite
 
-from reactgraph.nodes.budgets import fresh_usage
-from reactgraph.nodes.chat import is_new_question
-from reactgraph.nodes.deps import Deps
-from reactgraph.nodes.model import read_reply
-from reactgraph.nodes.questions import content_parts, unread_note
-from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.state import ParsedReply, State, Turn, TurnKind
-from reactgraph.nodes.toolcalls import canonical_args
-from reactgraph.nodes.transcript import new_turn
+from reactgraph.nodes.calling.model import read_reply
+from reactgraph.nodes.chatview.chat import is_new_question
+from reactgraph.nodes.chatview.questions import content_parts, unread_note
+from reactgraph.nodes.features.budgets import fresh_usage
+from reactgraph.nodes.loop.deps import Deps
+from reactgraph.nodes.loop.run_settings import RunSettings
+from reactgraph.nodes.loop.state import ParsedReply, State, Turn, TurnKind
+from reactgraph.nodes.loop.transcript import new_turn
+from reactgraph.nodes.reading.toolcalls import canonical_args
 
 logger = logging.getLogger(__name__)
 

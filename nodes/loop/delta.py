@@ -1,6 +1,6 @@
 """The one LangGraph internal reactgraph sets: how far a read may have to replay deltas.
 
-A channel stored as deltas (``reactgraph.nodes.reducers``) is rebuilt by walking back to its
+A channel stored as deltas (``reactgraph.nodes.loop.reducers``) is rebuilt by walking back to its
 last snapshot. A channel written rarely (the notes, the summary) would make that walk reach back
 to its last write, thousands of steps. LangGraph bounds the walk by forcing a snapshot every
 ``DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT`` steps (5,000 by default, from the environment variable

@@ -14,8 +14,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
-from reactgraph.nodes import constrained, prompts
-from reactgraph.nodes.binding import (
+from reactgraph.nodes.calling import constrained
+from reactgraph.nodes.calling.binding import (
     action_arguments,
     action_parameters,
     bound_arguments,
@@ -23,13 +23,14 @@ from reactgraph.nodes.binding import (
     refused,
     tool_schemas,
 )
-from reactgraph.nodes.constrained import Constraint, grammar_constraint
-from reactgraph.nodes.grammar import react_grammar
-from reactgraph.nodes.injection import Injected, injected_args
-from reactgraph.nodes.providers import ModelCaller
-from reactgraph.nodes.run_settings import RunSettings, notes_limit, uses_tool_calls
-from reactgraph.nodes.tokens import TokenCounter
-from reactgraph.nodes.view import WHOLE, View
+from reactgraph.nodes.calling.constrained import Constraint, grammar_constraint
+from reactgraph.nodes.calling.grammar import react_grammar
+from reactgraph.nodes.calling.providers import ModelCaller
+from reactgraph.nodes.calling.tokens import TokenCounter
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.run_settings import RunSettings, notes_limit, uses_tool_calls
+from reactgraph.nodes.loop.view import WHOLE, View
+from reactgraph.nodes.running.tool_io import Injected, injected_args
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ chat view says, how the console shows it and which colour the eval report plots 
 
 Adding a status: add its ``Ending`` below and its name to ``Status`` (a test checks the two
 agree), then set it from the node that ends the run that way (``awaiting_approval`` alone is
-never set: it is read from a thread stopped at an approval, ``reactgraph.nodes.standing``). The
+never set: it is read from a thread stopped at an approval, ``reactgraph.nodes.loop.standing``). The
 state, the chat view, the console and the eval report all read it from here.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from reactgraph.nodes import prompts
+from reactgraph.nodes.loop import prompts
 
 Status = Literal[
     "answered",
@@ -60,4 +60,4 @@ ENDINGS: dict[str, Ending] = {
 STATUSES: tuple[Status, ...] = tuple(ENDINGS)  # type: ignore[arg-type]
 """Every status, in the order reports list them."""
 AWAITING: Status = "awaiting_approval"
-"""A run stopped before an Action for a person's decision (``reactgraph.nodes.standing``)."""
+"""A run stopped before an Action for a person's decision (``reactgraph.nodes.loop.standing``)."""

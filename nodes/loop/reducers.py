@@ -27,11 +27,11 @@ from langchain_core.messages import (
 from langgraph.channels import DeltaChannel
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from reactgraph.nodes.run_settings import HISTORY_RUNS_MAX
+from reactgraph.nodes.loop.run_settings import HISTORY_RUNS_MAX
 
 # A snapshot every 500 updates (about 500 turns): at 1,000 turns the snapshots add about as much
 # as the transcript itself, while a read replays at most a few hundred writes (see also
-# ``reactgraph.nodes.delta``, which bounds the replay for channels written rarely).
+# ``reactgraph.nodes.loop.delta``, which bounds the replay for channels written rarely).
 SNAPSHOT_EVERY = 500
 
 

@@ -19,13 +19,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from reactgraph.nodes.typed_answer import check_schema
+from reactgraph.nodes.reading.typed_answer import check_schema
 
 T = TypeVar("T", bound="RunSettings")
 
 HISTORY_RUNS_MAX = 100
 """The most earlier runs a prompt may carry (``history_runs``), and so the most run records a
-thread's state keeps (``reactgraph.nodes.reducers.kept_runs``)."""
+thread's state keeps (``reactgraph.nodes.loop.reducers.kept_runs``)."""
 MAX_INSTRUCTIONS_CHARS = 16_000
 """The longest ``instructions`` text: it is sent with every model call of the run."""
 
@@ -173,7 +173,7 @@ class RunSettings:
         metavar="FILE.json",
         checker=check_schema,
     )
-    # --- Run budgets (``reactgraph.nodes.budgets``): what one run may spend in all. ---
+    # --- Run budgets (``reactgraph.nodes.features.budgets``): what one run may spend in all. ---
     max_run_tokens: int | None = knob(
         None,
         "Budget of the run's tokens: prompt plus completion tokens of every model call (summaries "

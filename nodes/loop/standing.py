@@ -18,7 +18,7 @@ from typing import Literal
 
 from langgraph.types import StateSnapshot
 
-from reactgraph.nodes.endings import AWAITING
+from reactgraph.nodes.loop.endings import AWAITING
 
 __all__ = ["AWAITING", "ThreadStatus", "status_of"]
 

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal, NotRequired
 from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict
 
-from reactgraph.nodes.endings import Status
-from reactgraph.nodes.reducers import Chat, Earlier, Rare, Replaced, Transcript
+from reactgraph.nodes.loop.endings import Status
+from reactgraph.nodes.loop.reducers import Chat, Earlier, Rare, Replaced, Transcript
 
 TurnKind = Literal["action", "invalid", "answer", "stuck", "forced"]
 TokenSource = Literal["usage", "tiktoken", "estimate"]
@@ -104,7 +104,8 @@ class ModelReply(TypedDict):
     """True when the reply stopped at ``max_completion_tokens`` (or the server's limit)."""
     tool_calls: NotRequired[list[ToolCallRecord]]
     """``tool_calls`` format: the reply's tool calls, in order (those with readable arguments
-    first), at most ``reactgraph.nodes.toolcalls.MAX_CALLS``; the reply's text is ``raw``."""
+    first), at most ``reactgraph.nodes.reading.toolcalls.MAX_CALLS``; the reply's text is
+    ``raw``."""
 
 
 class Turn(TypedDict):
@@ -160,7 +161,7 @@ class Turn(TypedDict):
 
 class RunUsage(TypedDict):
     """What a run has spent so far (``out["usage"]``): kept in the checkpoint, so a resumed run
-    goes on counting from it (``reactgraph.nodes.budgets``)."""
+    goes on counting from it (``reactgraph.nodes.features.budgets``)."""
 
     prompt_tokens: int
     """Prompt tokens of every model call of the run (summaries and the forced answer too): the
@@ -221,7 +222,7 @@ class EarlierRun(TypedDict):
     run: int
     """The run's number on the thread (the state's ``run`` while it ran)."""
     question: str
-    """Its question (kept up to ``reactgraph.nodes.history.STORED_CHARS`` characters)."""
+    """Its question (kept up to ``reactgraph.nodes.features.history.STORED_CHARS`` characters)."""
     answer: str | None
     """Its final answer (or forced answer), kept like the question; None when it gave none."""
     status: Status | None
@@ -249,7 +250,8 @@ class State(TypedDict):
     """The question, kept verbatim for every prompt. Stored once per run (when it is written),
     not in every checkpoint, like the other fields a run fixes at its start."""
     messages: NotRequired[Messages]
-    """The chat view of every run on the thread, derived from the turns (see ``nodes.chat``)."""
+    """The chat view of every run on the thread, derived from the turns (see
+    ``nodes.chatview.chat``)."""
     settings: NotRequired[Annotated[dict[str, Any], Replaced]]
     """The run's effective settings (the variant's, built values overridden by the run's
     context), fixed when the run starts so a resumed run keeps them. Stored once per run."""
@@ -303,4 +305,4 @@ class State(TypedDict):
     trace: NotRequired[Annotated[dict[str, str], Replaced]]
     """The run's trace context (``{"traceparent": ...}``, W3C) when it is traced with
     OpenTelemetry, so a resumed run, in any process, continues the same trace (see
-    ``nodes.tracing``); empty when the run is not traced. Stored once per run."""
+    ``nodes.features.tracing``); empty when the run is not traced. Stored once per run."""

@@ -14,18 +14,18 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.history import earlier_block
-from reactgraph.nodes.run_settings import (
+from reactgraph.nodes.features.history import earlier_block
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.run_settings import (
     NotesSettings,
     RunSettings,
     narrowed,
     notes_limit,
     uses_tool_calls,
 )
-from reactgraph.nodes.state import ModelReply, ParsedReply, State, Turn, TurnKind
-from reactgraph.nodes.typed_answer import answer_kind, schema_text
-from reactgraph.nodes.view import View
+from reactgraph.nodes.loop.state import ModelReply, ParsedReply, State, Turn, TurnKind
+from reactgraph.nodes.loop.view import View
+from reactgraph.nodes.reading.typed_answer import answer_kind, schema_text
 
 logger = logging.getLogger(__name__)
 

@@ -26,10 +26,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.parsing import canonical_name, parse_react, refused_answer
-from reactgraph.nodes.state import ParsedReply, ToolCallRecord
-from reactgraph.nodes.storable import storable
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.state import ParsedReply, ToolCallRecord
+from reactgraph.nodes.loop.storable import storable
+from reactgraph.nodes.reading.textparser import canonical_name, parse_react, refused_answer
 
 logger = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
-from reactgraph.nodes import prompts
+from reactgraph.nodes.loop import prompts
 
 MAX_SCHEMA_CHARS = 20_000
 """The longest answer schema, as JSON: it is shown in every prompt of the run."""

@@ -5,7 +5,7 @@ a tool the run's ``approve`` setting names (``needs_approval``). It stops the ru
 LangGraph ``interrupt()`` whose value is the request Agent Chat UI renders (LangChain's
 human-in-the-loop ``action_requests``/``review_configs``, with the keys of LangGraph's prebuilt
 ``HumanInterrupt`` beside them for earlier clients); the thread is checkpointed there, and
-``Command(resume=...)`` with the decision goes on (``reactgraph.nodes.decisions`` reads it):
+``Command(resume=...)`` with the decision goes on (``reactgraph.nodes.running.decisions`` reads it):
 
 - approve: ``run_tool`` runs the Action as the model wrote it;
 - edit: ``run_tool`` runs it with the person's input (the turn keeps what the model proposed);
@@ -27,15 +27,15 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.chat import arg_names, call_args
-from reactgraph.nodes.decisions import MAX_UNUSABLE, Decided, Malformed, read_decision
-from reactgraph.nodes.deps import Deps
-from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.state import Approval, ParsedReply, State
-from reactgraph.nodes.storable import storable
-from reactgraph.nodes.tool_runs import truncate
-from reactgraph.nodes.transcript import new_turn
+from reactgraph.nodes.chatview.chat import arg_names, call_args
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.deps import Deps
+from reactgraph.nodes.loop.run_settings import RunSettings
+from reactgraph.nodes.loop.state import Approval, ParsedReply, State
+from reactgraph.nodes.loop.storable import storable
+from reactgraph.nodes.loop.transcript import new_turn
+from reactgraph.nodes.running.decisions import MAX_UNUSABLE, Decided, Malformed, read_decision
+from reactgraph.nodes.running.tool_runs import truncate
 
 logger = logging.getLogger(__name__)
 

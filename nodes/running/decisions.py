@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reactgraph.nodes.state import Decision
-from reactgraph.nodes.storable import unstorable
+from reactgraph.nodes.loop.state import Decision
+from reactgraph.nodes.loop.storable import unstorable
 
 MAX_RESUME_CHARS = 100_000
 """The largest resume value taken, as JSON text (an edited input or a person's reply)."""

@@ -1,4 +1,4 @@
-"""A tool's input and output as the ReAct text protocol has them, for any ``BaseTool``.
+"""A tool's input and output as the loop has them, for any ``BaseTool``.
 
 The model writes one string per action, ``tool_name[input]``. What the tool gets depends on the
 arguments the model is meant to see: ``tool.tool_call_schema`` (a pydantic model or a JSON-schema
@@ -15,19 +15,39 @@ A tool whose arguments cannot be read (a pydantic schema with no JSON form) is s
 to it is an Observation naming it and what it expects.
 
 The tool is then invoked with a LangChain ``ToolCall``, as ``ToolNode`` does, so it answers with a
-``ToolMessage`` (``tool_output``: the Observation and the artifact kept).
+``ToolMessage``: its content (or any other result) is the Observation's text (``as_text``), and
+its artifact (``content_and_artifact`` tools) is kept as plain JSON values every checkpointer
+stores, or a marker when it is too large or cannot be read (``keepable``).
+
+The arguments the model never sees are filled the way LangGraph's ``ToolNode`` fills them
+(``Injected``): ``InjectedState`` (the run's state, or one field of it), ``InjectedStore`` (the
+graph's store), ``ToolRuntime`` (state, config, context, store, stream writer, tool call id), and
+``InjectedToolCallId`` (langchain-core fills it from the tool call itself). A plain
+``InjectedToolArg`` is not filled by ``ToolNode`` either: it keeps its default, and one without a
+default is refused when the graph is built. Only public names are
+used: the annotations are read from the tool's full input schema and its function's signature, as
+``ToolNode`` reads them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import inspect
 import json
+import typing
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
-from langchain_core.tools import BaseTool, Tool
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, Tool
+from langchain_core.tools.base import get_all_basemodel_annotations
+from langgraph.prebuilt import InjectedState, InjectedStore, ToolRuntime
+from langgraph.types import Command
 
-from reactgraph.nodes import prompts
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.storable import storable
 
 # What a schema-less tool's ``_run`` takes that LangChain fills itself, never the model.
 _FILLED = frozenset({"self", "config", "run_manager", "callbacks"})
@@ -204,3 +224,177 @@ def call_arguments(
         (name,) = properties
         given = {name: next(iter(given.values()))}
     return given
+
+
+ARTIFACT_MAX_CHARS = 100_000
+"""An artifact whose JSON is longer is kept as a marker saying so (it lives in every checkpoint
+of the run)."""
+
+
+def as_text(result: Any) -> str:
+    """A tool's result as the model reads it."""
+    if isinstance(result, str):
+        return result
+    content = getattr(result, "content", None)  # a ToolMessage or similar
+    if content is not None and content is not result:
+        return as_text(content)
+    if isinstance(result, list) and all(isinstance(b, dict) and "text" in b for b in result):
+        return "\n".join(str(b["text"]) for b in result)  # content blocks (MCP, Anthropic)
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):  # an int too long to print, a value nested too deep
+        return prompts.TOOL_UNPRINTABLE.format(kind=type(result).__name__)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return storable(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, Mapping):
+        return {storable(str(k)): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return storable(str(value))
+
+
+def keepable(artifact: Any) -> Any:
+    """The artifact as the turn record keeps it: plain JSON values every checkpointer stores,
+    or a marker when it is too large."""
+    if artifact is None:
+        return None
+    try:
+        cleaned = _clean(artifact)
+        size = len(json.dumps(cleaned, ensure_ascii=False))
+    except (ValueError, RecursionError):
+        return prompts.ARTIFACT_UNKEPT.format(kind=type(artifact).__name__, size="unknown")
+    if size > ARTIFACT_MAX_CHARS:
+        return prompts.ARTIFACT_UNKEPT.format(kind=type(artifact).__name__, size=size)
+    return cleaned
+
+
+def outcome(name: str, result: Any) -> tuple[str, Any]:
+    """The Observation and the artifact of a tool's answer."""
+    if isinstance(result, Command) or (
+        isinstance(result, list) and any(isinstance(r, Command) for r in result)
+    ):
+        return prompts.TOOL_COMMAND.format(name=name), None
+    artifact = result.artifact if isinstance(result, ToolMessage) else None
+    return as_text(result) or "(no output)", keepable(artifact)
+
+
+@dataclass(frozen=True)
+class Injected:
+    """Which of a tool's arguments are filled by the graph, and with what."""
+
+    state: Mapping[str, str | None] = field(default_factory=dict)
+    """Argument -> state field (None: the whole state)."""
+    store: str | None = None
+    runtime: str | None = None
+    hidden: frozenset[str] = frozenset()
+    """Every injected argument, whoever fills it (never shown to the model, never taken from
+    its input)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.hidden)
+
+
+def _markers(annotation: Any) -> list[Any]:
+    if typing.get_origin(annotation) is Annotated:
+        return list(typing.get_args(annotation)[1:])
+    return [annotation]
+
+
+def _is(marker: Any, kind: type) -> bool:
+    return isinstance(marker, kind) or (isinstance(marker, type) and issubclass(marker, kind))
+
+
+def _annotations(tool: BaseTool) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    function = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+    if function is not None:
+        # Unresolvable hints leave the schema to say.
+        with contextlib.suppress(Exception):
+            found.update(typing.get_type_hints(function, include_extras=True))
+    schema = tool.get_input_schema()
+    if isinstance(schema, type):
+        found.update(get_all_basemodel_annotations(schema))
+    found.pop("return", None)
+    return found
+
+
+def injected_args(tool: BaseTool) -> Injected:
+    """The tool's injected arguments; ValueError for one the graph cannot fill."""
+    state: dict[str, str | None] = {}
+    store = runtime = None
+    hidden: set[str] = set()
+    for name, annotation in _annotations(tool).items():
+        markers = _markers(annotation)
+        if not any(_is(m, InjectedToolArg) or _is(m, ToolRuntime) for m in markers):
+            continue
+        hidden.add(name)
+        for marker in markers:
+            if _is(marker, ToolRuntime):
+                runtime = name
+            elif _is(marker, InjectedState):
+                state[name] = marker.field if isinstance(marker, InjectedState) else None
+            elif _is(marker, InjectedStore):
+                store = name
+            elif not _is(marker, InjectedToolCallId) and _required_field(tool, name):
+                raise ValueError(
+                    f"tool {tool.name!r}: argument {name!r} is an InjectedToolArg without a "
+                    "default, which nothing fills (LangGraph's ToolNode does not either); give "
+                    "it a default or bind it before passing the tool"
+                )
+    return Injected(state=state, store=store, runtime=runtime, hidden=frozenset(hidden))
+
+
+def _required_field(tool: BaseTool, name: str) -> bool:
+    schema = tool.get_input_schema()
+    fields = getattr(schema, "model_fields", {})
+    return name in fields and fields[name].is_required()
+
+
+def fill(
+    injected: Injected,
+    arguments: dict[str, Any],
+    *,
+    state: Mapping[str, Any],
+    config: Any,
+    runtime: Any,
+    call_id: str,
+    tools: list[BaseTool],
+) -> dict[str, Any]:
+    """The model's arguments with the injected ones put in (any the model wrote are dropped)."""
+    filled = {k: v for k, v in arguments.items() if k not in injected.hidden}
+    for name, key in injected.state.items():
+        if key is None:
+            filled[name] = state
+        elif key in state:
+            filled[name] = state[key]
+    store = getattr(runtime, "store", None)
+    if injected.store:
+        if store is None:
+            raise ValueError(
+                f"the tool's argument {injected.store!r} wants the store (InjectedStore): "
+                "pass build_graph a store, or compile the graph with one"
+            )
+        filled[injected.store] = store
+    if injected.runtime:
+        known = {
+            "state": state,
+            "tool_call_id": call_id,
+            "config": config,
+            "tools": tools,
+            "context": getattr(runtime, "context", None),
+            "store": store,
+            "stream_writer": getattr(runtime, "stream_writer", lambda _chunk: None),
+        }
+        given = {}
+        for item in dataclasses.fields(ToolRuntime):
+            if item.name in known:
+                given[item.name] = known[item.name]
+            elif runtime is not None and hasattr(runtime, item.name):
+                given[item.name] = getattr(runtime, item.name)
+        filled[injected.runtime] = ToolRuntime(**given)
+    return filled

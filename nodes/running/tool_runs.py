@@ -1,5 +1,5 @@
 """Running a tool for the model: a hard timeout, errors as Observations, and truncation (the
-input mapping and output reading are ``tool_input``'s, the injected arguments ``injection``'s).
+input mapping, the output reading and the injected arguments are ``tool_io``'s).
 ``run_tool`` is one body; ``ToolCall`` is the only sync/async pair, around the I/O.
 
 Delivery is at least once: a run killed after a tool returned but before the step's checkpoint
@@ -21,16 +21,16 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.runtime import get_runtime
 
-from reactgraph.nodes import deadlines, prompts, tracing
-from reactgraph.nodes.budgets import over_limit, remaining_seconds
-from reactgraph.nodes.deps import Deps
-from reactgraph.nodes.effects import Effect
-from reactgraph.nodes.injection import fill
-from reactgraph.nodes.state import State, TurnKind
-from reactgraph.nodes.storable import storable
-from reactgraph.nodes.tool_input import call_arguments, tool_arguments
-from reactgraph.nodes.tool_output import as_text, outcome
-from reactgraph.nodes.transcript import new_turn
+from reactgraph.nodes.calling import deadlines
+from reactgraph.nodes.features import tracing
+from reactgraph.nodes.features.budgets import over_limit, remaining_seconds
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.deps import Deps
+from reactgraph.nodes.loop.effects import Effect
+from reactgraph.nodes.loop.state import State, TurnKind
+from reactgraph.nodes.loop.storable import storable
+from reactgraph.nodes.loop.transcript import new_turn
+from reactgraph.nodes.running.tool_io import as_text, call_arguments, fill, outcome, tool_arguments
 
 __all__ = ["ToolCall", "as_text", "run_tool", "tool_arguments", "truncate"]
 
