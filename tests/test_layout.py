@@ -95,7 +95,7 @@ def test_the_rooms_hold_what_the_readme_says() -> None:
 
 
 # nodes/ is grouped by concern: each room a subpackage, no module left loose beside them.
-NODE_ROOMS = {"loop", "reading", "calling", "running", "features", "chatview"}
+NODE_ROOMS = {"loop", "reading", "calling", "running", "features", "chatview", "formats"}
 
 
 def test_nodes_are_grouped_in_rooms() -> None:

@@ -68,24 +68,27 @@ def takes_grammar(model: BaseChatModel) -> bool:
     return openai_family(model) or getattr(type(model), "takes_extra_body", False) is True
 
 
-def check_model(model: BaseChatModel, tool_calls: bool) -> None:
-    """ValueError, saying what to do, for ``constrained_decoding="gbnf"`` with a model that
-    cannot carry it: in the text format, one whose calls cannot carry a request field; in the
-    ``tool_calls`` format, one that cannot bind its tools strict (only the OpenAI family can:
-    their servers constrain tool-call arguments)."""
-    name = type(model).__name__
-    if tool_calls and not openai_family(model):
+def check_strict_model(model: BaseChatModel) -> None:
+    """ValueError, saying what to do, for ``constrained_decoding="gbnf"`` in the ``tool_calls``
+    format with a model that cannot bind its tools strict (only the OpenAI family can: their
+    servers constrain tool-call arguments)."""
+    if not openai_family(model):
         raise ValueError(
             f"{SETTING} with action_format='tool_calls' constrains tool-call arguments through "
             f"strict tool schemas, which only an OpenAI-compatible chat model (ChatOpenAI: "
-            f"llama.cpp, vLLM, OpenAI) sends; {name} cannot: use action_format='text' (the "
-            "grammar), or constrained_decoding='off'"
+            f"llama.cpp, vLLM, OpenAI) sends; {type(model).__name__} cannot: use "
+            "action_format='text' (the grammar), or constrained_decoding='off'"
         )
-    if not tool_calls and not takes_grammar(model):
+
+
+def check_grammar_model(model: BaseChatModel) -> None:
+    """ValueError, saying what to do, for ``constrained_decoding="gbnf"`` in the text format
+    with a model whose calls cannot carry a request field."""
+    if not takes_grammar(model):
         raise ValueError(
             f"{SETTING} sends a grammar in the request body of an OpenAI-compatible server "
-            f"(ChatOpenAI at llama.cpp's or vLLM's server); {name} cannot carry one: use "
-            "constrained_decoding='off' with it"
+            f"(ChatOpenAI at llama.cpp's or vLLM's server); {type(model).__name__} cannot carry "
+            "one: use constrained_decoding='off' with it"
         )
 
 

@@ -7,16 +7,15 @@ the I/O itself.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from reactgraph.nodes import formats
 from reactgraph.nodes.calling import constrained
-from reactgraph.nodes.calling.binding import refused
 from reactgraph.nodes.calling.constrained import Constraint
 from reactgraph.nodes.calling.providers import Limits, ModelCaller
 from reactgraph.nodes.calling.streaming import was_cut
@@ -25,17 +24,15 @@ from reactgraph.nodes.features import tracing
 from reactgraph.nodes.loop import prompts
 from reactgraph.nodes.loop.deps import Deps, model_name
 from reactgraph.nodes.loop.effects import Effect
-from reactgraph.nodes.loop.run_settings import RunSettings, uses_tool_calls
+from reactgraph.nodes.loop.run_settings import RunSettings
 from reactgraph.nodes.loop.state import ModelReply, ParsedReply, State
 from reactgraph.nodes.loop.storable import storable
 from reactgraph.nodes.loop.transcript import new_turn, render_prompt
-from reactgraph.nodes.reading.textparser import clean_reply, invalid_reading, parse_react
-from reactgraph.nodes.reading.toolcalls import calls_of, read_tool_calls
+from reactgraph.nodes.reading.textparser import clean_reply, invalid_reading
+from reactgraph.nodes.reading.toolcalls import calls_of
 from reactgraph.nodes.reading.typed_answer import Rejected, answer_kind, read_typed
 
 logger = logging.getLogger(__name__)
-
-STOP = [prompts.STOP_SEQUENCE]
 
 
 def usage_of(message: Any) -> tuple[int, int] | None:
@@ -129,51 +126,19 @@ def ask(
     return reply
 
 
-# The servers already said to write their Actions as text (warned once per process each).
-_NO_TOOL_CALLS: set[str | None] = set()
-_no_tool_calls_lock = threading.Lock()
-
-
-def wrote_its_action(text: str, names: Sequence[str]) -> bool:
-    """Whether a reply with no tool call wrote an Action all the same: the text format's
-    ``Action: tool[input]`` line, or a ``<tool_call>`` block a server left unread (what a
-    model does on a server that does not return tool calls)."""
-    return "<tool_call>" in text or parse_react(text, names)["kind"] == "action"
-
-
-def warn_no_tool_calls(url: str | None) -> None:
-    """Say once per server that it answers with Actions written as text, not tool calls."""
-    with _no_tool_calls_lock:
-        if url in _NO_TOOL_CALLS:
-            return
-        _NO_TOOL_CALLS.add(url)
-    logger.warning(prompts.NO_TOOL_CALLS.format(where=f" at {url}" if url else ""))
-
-
-def forget_no_tool_calls() -> None:
-    """Forget which servers were warned about (a test's server may reuse an old one's port)."""
-    with _no_tool_calls_lock:
-        _NO_TOOL_CALLS.clear()
-
-
 def read_reply(reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedReply:
     """The parse of a reply in the run's action format; a reply cut at the cap is never acted
     on: its reading is a correction asking for one short Action. With an answer schema, an
     answer is read as its JSON value (``typed``)."""
-    native = uses_tool_calls(settings)
-    names = deps.action_names
-    if native:
-        parsed = read_tool_calls(reply["text"], reply.get("tool_calls") or [], deps.call_params)
-        if not reply.get("tool_calls") and wrote_its_action(reply["text"], names):
-            warn_no_tool_calls(deps.caller_for(settings).url)
-    else:
-        parsed = parse_react(reply["text"], names)
+    action_format = formats.of(settings)
+    parsed = action_format.read(reply, deps, settings)
     if not reply.get("cut"):
         return typed(parsed, reply["text"], settings)
     cap = settings.max_completion_tokens
     limit = prompts.REPLY_CUT_LIMIT.format(tokens=cap) if cap else prompts.REPLY_CUT_SERVER
-    template = prompts.REPLY_CUT_TOOLS if native else prompts.REPLY_CUT
-    return invalid_reading(template.format(limit=limit, valid=", ".join(names)), parsed["thought"])
+    names = ", ".join(deps.action_names)
+    correction = action_format.reply_cut.format(limit=limit, valid=names)
+    return invalid_reading(correction, parsed["thought"])
 
 
 def typed(parsed: ParsedReply, text: str, settings: RunSettings) -> ParsedReply:
@@ -221,26 +186,12 @@ def call_model(
     messages = render_prompt(state, deps.view, deps.tool_descriptions, settings)
     caller = deps.caller_for(settings)
     constraint = deps.constraint(caller, settings)
-    if uses_tool_calls(settings):
-        bound = deps.tool_binding(caller, settings)
-        reply = yield from ask(
-            deps, caller, messages, config, None, state, bound, constraint=constraint
-        )
-    else:
-        reply = yield from ask(
-            deps, caller, messages, config, STOP, state, None, constraint=constraint
-        )
+    action_format = formats.of(settings)
+    bound = action_format.bound(deps, caller, settings)
+    reply = yield from ask(
+        deps, caller, messages, config, action_format.stop, state, bound, constraint=constraint
+    )
     return {"reply": reply, "parsed": None}
-
-
-def _text_answer(parsed: ParsedReply, text: str) -> str | None:
-    """The answer in a forced reply of the text format: its Final Answer, or plain prose with
-    no labels (the model answering in its own words); an Action is no answer."""
-    if parsed["kind"] == "answer":
-        return parsed["answer"]
-    if parsed["kind"] == "invalid" and text:
-        return text
-    return None
 
 
 def force_answer(
@@ -265,19 +216,12 @@ def force_answer(
     ]
     caller = deps.caller_for(settings)
     constraint = deps.constraint(caller, settings, forced=True)
-    if uses_tool_calls(settings):
-        bound = refused(deps.tool_binding(caller, settings))
-        reply = yield from ask(
-            deps, caller, messages, config, None, state, bound, "forced", constraint
-        )
-        parsed = read_tool_calls(reply["text"], reply.get("tool_calls") or [], deps.call_params)
-        answer = parsed["answer"] if parsed["kind"] == "answer" else None
-    else:
-        reply = yield from ask(
-            deps, caller, messages, config, STOP, state, None, "forced", constraint
-        )
-        parsed = parse_react(reply["text"], deps.action_names)
-        answer = _text_answer(parsed, reply["text"])
+    action_format = formats.of(settings)
+    bound = action_format.bound(deps, caller, settings, forced=True)
+    reply = yield from ask(
+        deps, caller, messages, config, action_format.stop, state, bound, "forced", constraint
+    )
+    parsed, answer = action_format.read_forced(reply, deps)
     update: dict[str, Any] = {}
     if schema is not None and answer is not None:
         found = read_typed(answer, schema)

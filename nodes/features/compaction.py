@@ -4,22 +4,22 @@ path as the agent (retries, Retry-After, token records)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from reactgraph.nodes import formats
 from reactgraph.nodes.calling.model import ask
 from reactgraph.nodes.calling.providers import ModelCallError
 from reactgraph.nodes.features.history import earlier_text, folded
 from reactgraph.nodes.loop import prompts
 from reactgraph.nodes.loop.deps import Deps
 from reactgraph.nodes.loop.effects import Effect
-from reactgraph.nodes.loop.run_settings import CompactionSettings, narrowed, uses_tool_calls
+from reactgraph.nodes.loop.run_settings import CompactionSettings, narrowed
 from reactgraph.nodes.loop.state import CompactionRecord, ModelReply, State, Turn
 from reactgraph.nodes.loop.transcript import instructions_block, render_prompt, visible_turns
 from reactgraph.nodes.running.tool_runs import truncate
@@ -121,9 +121,7 @@ def counted_prompt(state: State, deps: Deps) -> list[BaseMessage]:
     ``tool_calls`` format the bound tools' schemas too (as one message of their JSON)."""
     settings = deps.run_settings(state)
     messages = render_prompt(state, deps.view, deps.tool_descriptions, settings)
-    if uses_tool_calls(settings):
-        schemas = json.dumps(deps.tool_schemas(settings), ensure_ascii=False)
-        messages.append(SystemMessage(schemas))
+    messages.extend(formats.of(settings).counted(deps, settings))
     return messages
 
 

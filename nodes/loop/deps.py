@@ -14,21 +14,20 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
-from reactgraph.nodes.calling import constrained
+from reactgraph.nodes import formats
 from reactgraph.nodes.calling.binding import (
     action_arguments,
     action_parameters,
     bound_arguments,
     describe_tools,
-    refused,
     tool_schemas,
 )
-from reactgraph.nodes.calling.constrained import Constraint, grammar_constraint
+from reactgraph.nodes.calling.constrained import Constraint
 from reactgraph.nodes.calling.grammar import react_grammar
 from reactgraph.nodes.calling.providers import ModelCaller
 from reactgraph.nodes.calling.tokens import TokenCounter
 from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.run_settings import RunSettings, notes_limit, uses_tool_calls
+from reactgraph.nodes.loop.run_settings import RunSettings, notes_limit
 from reactgraph.nodes.loop.view import WHOLE, View
 from reactgraph.nodes.running.tool_io import Injected, injected_args
 
@@ -207,13 +206,10 @@ class Deps:
     ) -> Constraint | None:
         """What constrains this run's model call (``constrained_decoding``): none when off; in
         the text format the step's grammar (the answer alone when ``forced``); in the
-        ``tool_calls`` format the tools bound strict (refused when ``forced``)."""
+        ``tool_calls`` format the tools bound strict (refused when ``forced``): the format's."""
         if settings.constrained_decoding != "gbnf":
             return None
-        if uses_tool_calls(settings):
-            strict = self.tool_binding(caller, settings, strict=True)
-            return Constraint(bound=refused(strict) if forced else strict)
-        return grammar_constraint(self.step_grammar(settings, forced))
+        return formats.of(settings).constraint(self, caller, settings, forced)
 
     def check_format(self, settings: RunSettings) -> None:
         """ValueError when the settings ask for the ``tool_calls`` format of a model that
@@ -221,10 +217,7 @@ class Deps:
         run naming another model gets an OpenAI-compatible one, which can both)."""
         if settings.model_name or settings.base_url:
             return
-        if settings.constrained_decoding == "gbnf":
-            constrained.check_model(self.model, uses_tool_calls(settings))
-        if uses_tool_calls(settings):
-            self.tool_binding(self.caller, settings)
+        formats.of(settings).check_model(self, settings)
 
     @property
     def action_names(self) -> list[str]:

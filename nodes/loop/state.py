@@ -38,9 +38,6 @@ class Approval(TypedDict):
     """``edit``: the input the model wrote (the turn's ``action_input`` is the one that ran)."""
 
 
-ActionFormat = Literal["text", "tool_calls"]
-
-
 class ToolCallRecord(TypedDict):
     """One tool call as a model sent it (``action_format="tool_calls"``), made storable: the
     next prompt sends it back, answered by a ``ToolMessage`` with its id."""

@@ -12,8 +12,9 @@ import logging
 import threading
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from reactgraph.nodes import formats
 from reactgraph.nodes.features.history import earlier_block
 from reactgraph.nodes.loop import prompts
 from reactgraph.nodes.loop.run_settings import (
@@ -21,7 +22,6 @@ from reactgraph.nodes.loop.run_settings import (
     RunSettings,
     narrowed,
     notes_limit,
-    uses_tool_calls,
 )
 from reactgraph.nodes.loop.state import ModelReply, ParsedReply, State, Turn, TurnKind
 from reactgraph.nodes.loop.view import View
@@ -108,45 +108,6 @@ def turn_messages(turn: Turn) -> tuple[BaseMessage, ...]:
     return _call_turn_messages(turn["text"], turn["observation"], _calls_key(calls), edited)
 
 
-# The seed's prompt up to its last line, "Question: {question}": the earlier conversation goes
-# between the two, the prompt's text otherwise as written.
-_RULES = prompts.REACT_PROMPT.removesuffix(prompts.TOOL_CALLS_QUESTION)
-
-
-@functools.lru_cache(maxsize=256)
-def _opening(
-    tool_descriptions: str,
-    question: str,
-    notes_limit: int | None,
-    blocks: str = "",
-    earlier: str = "",
-) -> HumanMessage:
-    """The text format's opening: the seed's prompt, with the run's own blocks (``run_blocks``)
-    after its rules and the earlier conversation's block (when the thread has one) right before
-    its ``Question:`` line."""
-    described = tool_descriptions.replace(prompts.NOTES_LIMIT, str(notes_limit))
-    if not blocks and not earlier:
-        text = prompts.REACT_PROMPT.format(tool_descriptions=described, question=question)
-        return HumanMessage(text)
-    rules = _RULES.format(tool_descriptions=described)
-    own = f"{blocks}\n\n" if blocks else ""
-    return HumanMessage(
-        rules + own + earlier + prompts.TOOL_CALLS_QUESTION.format(question=question)
-    )
-
-
-@functools.lru_cache(maxsize=256)
-def _tool_opening(question: str, blocks: str = "", earlier: str = "") -> tuple[BaseMessage, ...]:
-    """The ``tool_calls`` format's opening: the loop's rules (and the run's own blocks), then
-    the question (the tools come as bound schemas), the earlier conversation's block (when the
-    thread has one) heading the question's message, as in the text format."""
-    rules = f"{prompts.TOOL_CALLS_PROMPT}\n\n{blocks}" if blocks else prompts.TOOL_CALLS_PROMPT
-    return (
-        SystemMessage(rules),
-        HumanMessage(earlier + prompts.TOOL_CALLS_QUESTION.format(question=question)),
-    )
-
-
 def instructions_block(settings: RunSettings) -> str:
     """The application's instructions as their block (``instructions``), or ""."""
     text = settings.instructions
@@ -154,9 +115,8 @@ def instructions_block(settings: RunSettings) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _answer_format(schema: str, native: bool) -> str:
+def _answer_format(schema: str, template: str) -> str:
     loaded = json.loads(schema)
-    template = prompts.ANSWER_FORMAT_TOOLS if native else prompts.ANSWER_FORMAT
     return template.format(kind=answer_kind(loaded), schema=schema_text(loaded))
 
 
@@ -166,7 +126,7 @@ def run_blocks(settings: RunSettings) -> str:
     blocks = []
     if settings.answer_schema is not None:
         key = json.dumps(settings.answer_schema, ensure_ascii=False)
-        blocks.append(_answer_format(key, uses_tool_calls(settings)))
+        blocks.append(_answer_format(key, formats.of(settings).answer_format))
     instructions = instructions_block(settings)
     if instructions:
         blocks.append(instructions)
@@ -174,8 +134,7 @@ def run_blocks(settings: RunSettings) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _notes_message(notes: str, resumed: bool, native: bool = False) -> HumanMessage:
-    template = prompts.NOTES_BLOCK_TOOLS if native else prompts.NOTES_BLOCK
+def _notes_message(notes: str, resumed: bool, template: str) -> HumanMessage:
     block = template.format(notes=notes if notes.strip() else prompts.NOTES_EMPTY)
     return HumanMessage(f"{prompts.NOTES_RESUMED}\n{block}" if resumed else block)
 
@@ -206,18 +165,17 @@ def render_prompt(
     and instructions after its rules, ``run_blocks``; the thread's earlier runs in a block before
     its question), the notes when the view has them, the summary when the run was compacted,
     then the visible turns."""
-    native = uses_tool_calls(settings)
+    action_format = formats.of(settings)
     notes_chars = notes_limit(settings)
     blocks = run_blocks(settings)
     earlier = earlier_block(state, view, settings)
-    messages: list[BaseMessage] = (
-        list(_tool_opening(state["question"], blocks, earlier))
-        if native
-        else [_opening(tool_descriptions, state["question"], notes_chars, blocks, earlier)]
+    messages = action_format.opening(
+        tool_descriptions, state["question"], notes_chars, blocks, earlier
     )
     if view.notes:
         notes = state.get("notes") or ""
-        messages.append(_notes_message(notes, bool(state.get("resumed_notes")), native))
+        resumed = bool(state.get("resumed_notes"))
+        messages.append(_notes_message(notes, resumed, action_format.notes_block))
     summary = state.get("summary")
     if view.summary and summary is not None and state.get("compactions"):
         messages.append(_progress_message(summary))
