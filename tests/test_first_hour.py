@@ -383,6 +383,10 @@ def test_the_version_is_kept_in_one_place() -> None:
     assert reactgraph.__version__ == declared != "0.1.0"
     assert run_main("--version").stdout == f"reactgraph {declared}\n"
     assert f"## {declared}" in (ROOT / "CHANGELOG.md").read_text("utf-8")
-    sources = [*ROOT.glob("graphs/**/*.py"), *ROOT.glob("nodes/*.py"), *ROOT.glob("tools/**/*.py")]
+    sources = [
+        *ROOT.glob("graphs/**/*.py"),
+        *ROOT.glob("nodes/**/*.py"),
+        *ROOT.glob("tools/**/*.py"),
+    ]
     assert not [p for p in sources if declared in p.read_text("utf-8")]
     assert sys.modules["reactgraph"] is reactgraph

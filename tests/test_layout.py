@@ -4,6 +4,7 @@ the app. A module that imports against the flow (at any depth) fails here."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,17 @@ def test_the_rooms_are_installed() -> None:
     text = (ROOT / "pyproject.toml").read_text()
     for room in (p.name for p in (ROOT / "nodes").iterdir() if (p / "__init__.py").exists()):
         assert f'"reactgraph.nodes.{room}"' in text, room
+
+
+def test_every_path_the_architecture_map_names_exists() -> None:
+    """ARCHITECTURE.md kept true: each file or folder it names in backticks (a path with a
+    slash, not a pattern such as ``<name>`` or ``*``) is in the tree."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    named = {
+        token.split(" ")[0]
+        for token in re.findall(r"`([^`\s]+/[^`]*)`", text)
+        if not set(token) & set("<*") and not token.startswith(("http", "reactgraph"))
+    }
+    assert len(named) > 50, named
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert not missing, missing
