@@ -17,7 +17,7 @@ import time
 from common import table, verdict
 
 from reactgraph import build_graph
-from reactgraph.nodes.tokens import encoding_for, message_text
+from reactgraph.nodes.calling.tokens import encoding_for, message_text
 from reactgraph.scripted import ScriptedChatModel
 from reactgraph.storage import open_db
 

@@ -33,17 +33,17 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import get_runtime
 from langgraph.types import Command
 
-from reactgraph.nodes import tracing
-from reactgraph.nodes.approval import approve_action, needs_approval, runs_tool
-from reactgraph.nodes.budgets import account, over_limit
-from reactgraph.nodes.chat import chat_update
-from reactgraph.nodes.control import parse_reply, start_run, stop_run, turn_cap_reached
-from reactgraph.nodes.deps import Deps, model_name
-from reactgraph.nodes.effects import adrive, drive
-from reactgraph.nodes.history import records_update
-from reactgraph.nodes.model import call_model, force_answer
-from reactgraph.nodes.state import InputState, State
-from reactgraph.nodes.tool_runs import run_tool
+from reactgraph.nodes.calling.model import call_model, force_answer
+from reactgraph.nodes.chatview.chat import chat_update
+from reactgraph.nodes.features import tracing
+from reactgraph.nodes.features.budgets import account, over_limit
+from reactgraph.nodes.features.history import records_update
+from reactgraph.nodes.loop.control import parse_reply, start_run, stop_run, turn_cap_reached
+from reactgraph.nodes.loop.deps import Deps, model_name
+from reactgraph.nodes.loop.effects import adrive, drive
+from reactgraph.nodes.loop.state import InputState, State
+from reactgraph.nodes.running.approval import approve_action, needs_approval, runs_tool
+from reactgraph.nodes.running.tool_runs import run_tool
 from reactgraph.spec import Body, Variant
 
 Router = Callable[[Mapping[str, Any]], str]

@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from reactgraph.nodes.standing import AWAITING, status_of
+from reactgraph.nodes.loop.standing import AWAITING, status_of
 
 if TYPE_CHECKING:
     from reactgraph.app.engines import Engine
@@ -85,7 +85,7 @@ async def run_one(
 ) -> BatchResult:
     """One question on its own thread; a run that raises gives a result with ``error`` set.
     A thread a killed run of this same question left interrupted is resumed, not started again
-    (with a checkpointer; ``reactgraph.nodes.standing`` decides)."""
+    (with a checkpointer; ``reactgraph.nodes.loop.standing`` decides)."""
     started = time.perf_counter()
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     try:

@@ -15,13 +15,13 @@ from langgraph.store.base import BaseStore
 from reactgraph.assembly import assemble
 from reactgraph.graph import ReactGraph, adopt
 from reactgraph.models import chat_model
-from reactgraph.nodes import approval
-from reactgraph.nodes.budgets import check_budgets
-from reactgraph.nodes.compaction import context_window_of
-from reactgraph.nodes.delta import bound_replay
-from reactgraph.nodes.deps import TokenCounterFn, make_deps, model_name
-from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.typed_answer import schema_of
+from reactgraph.nodes.features.budgets import check_budgets
+from reactgraph.nodes.features.compaction import context_window_of
+from reactgraph.nodes.loop.delta import bound_replay
+from reactgraph.nodes.loop.deps import TokenCounterFn, make_deps, model_name
+from reactgraph.nodes.loop.run_settings import RunSettings
+from reactgraph.nodes.reading.typed_answer import schema_of
+from reactgraph.nodes.running import approval
 from reactgraph.settings import at_least, check_all, context_schema, names
 from reactgraph.variants import variant as find_variant
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reactgraph.nodes import replies
-from reactgraph.nodes.replies import MalformedReply
+from reactgraph.nodes.calling import replies
+from reactgraph.nodes.calling.replies import MalformedReply
 
 MAX_BODY = 16 * 1024 * 1024  # a reply of 4,096 tokens is about 16 KB
 

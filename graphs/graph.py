@@ -8,7 +8,7 @@ Nothing but a decision runs an Action that waits for one. Of LangGraph's command
 is taken: ``Command(goto=...)`` (which would run ``run_tool`` with no decision), ``update`` and
 ``graph`` raise ValueError, except ``Command(goto=END)`` alone (Agent Chat UI's "Mark as
 Resolved"), which changes nothing: the thread keeps waiting. On a thread with a checkpointer,
-the thread's standing is read first (``reactgraph.nodes.standing``):
+the thread's standing is read first (``reactgraph.nodes.loop.standing``):
 
 - a resume (``None``, ``Command(resume=...)``) of a thread with no checkpoint raises ValueError
   before anything is stored; a decision for a thread that waits for none raises too;
@@ -32,11 +32,11 @@ from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
-from reactgraph.nodes import approval
-from reactgraph.nodes.decisions import MAX_UNUSABLE, Malformed, check_resume, read_decision
-from reactgraph.nodes.questions import as_messages, content_parts, last_human, unread_note
-from reactgraph.nodes.standing import status_of
-from reactgraph.nodes.storable import unstorable
+from reactgraph.nodes.chatview.questions import as_messages, content_parts, last_human, unread_note
+from reactgraph.nodes.loop.standing import status_of
+from reactgraph.nodes.loop.storable import unstorable
+from reactgraph.nodes.running import approval
+from reactgraph.nodes.running.decisions import MAX_UNUSABLE, Malformed, check_resume, read_decision
 
 # Each step's checkpoint is written before the next step starts, so a run killed at any point
 # resumes where it stopped ("async", LangGraph's default, can lose the last steps).

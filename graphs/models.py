@@ -41,8 +41,8 @@ def chat_model(
       stream, and streams cut short when another request waits) is called plain, so its counts
       are its own from its second call on: its first streamed reply ends without usage, that
       call is counted with tiktoken, and no request is sent to find out
-      (``reactgraph.nodes.streamchoice``). ``True`` streams every call (such a server's counts
-      are then tiktoken's); ``False`` streams none.
+      (``reactgraph.nodes.calling.streamchoice``). ``True`` streams every call (such a server's
+      counts are then tiktoken's); ``False`` streams none.
     - A complete plain reply to a streamed request (some proxies and servers send one) is used
       as it is (``reactgraph.eventstream``).
     """

@@ -1,6 +1,6 @@
 """Settings: each declared once, checked by one function at build time and per run alike.
 
-Every setting is a field of a run-settings class (``reactgraph.nodes.run_settings``), and only
+Every setting is a field of a run-settings class (``reactgraph.nodes.loop.run_settings``), and only
 that: ``settings_of`` gives a read-only view of each field of a variant's class (``Setting``:
 the field, its resolved type and the variant's default), which the command line's flags, the
 docs' table and the result identities read. ``check_all`` checks ``build_graph``'s keyword
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Literal
 
-from reactgraph.nodes.run_settings import Knob, RunSettings, default_of, knob_of
+from reactgraph.nodes.loop.run_settings import Knob, RunSettings, default_of, knob_of
 
 MAX_NAMES = 256
 """The most names a list setting holds (a run's context comes from whoever starts the run)."""

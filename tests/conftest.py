@@ -86,7 +86,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Any:
 def openai_server() -> Any:
     """A local OpenAI-compatible server for the test, closed afterwards; what was found out
     about the server at its address is forgotten (a later test's may get the same port)."""
-    from reactgraph.nodes import constrained, streamchoice
+    from reactgraph.nodes.calling import constrained, streamchoice
     from tests.fakes import FakeOpenAIServer
 
     server = FakeOpenAIServer()

@@ -23,7 +23,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool, Tool, tool
 from pydantic import BaseModel, Field
 
-from reactgraph.nodes.tokens import message_text
+from reactgraph.nodes.calling.tokens import message_text
 from reactgraph.scripted import Reply, ScriptedChatModel, tool_call_reply
 
 
@@ -429,7 +429,7 @@ def add(a: int, b: int) -> int:
 def count_index_builds(monkeypatch: Any) -> list[int]:
     """How many times the ``messages`` reducer builds its id index from here on: a one-item
     list, counted up (the patch is undone with ``monkeypatch``)."""
-    from reactgraph.nodes import reducers
+    from reactgraph.nodes.loop import reducers
 
     built = [0]
     positions = reducers._positions

@@ -1,5 +1,5 @@
-"""Reading the GBNF that ``reactgraph.nodes.grammar`` writes, for its tests: the grammar as a
-Python regular expression (what it allows, exactly), random replies it allows, and whether
+"""Reading the GBNF that ``reactgraph.nodes.calling.grammar`` writes, for its tests: the grammar as
+a Python regular expression (what it allows, exactly), random replies it allows, and whether
 llama.cpp's own grammar parser takes it (when llama-cpp-python and SmolLM2 are installed).
 
 The subset read is the one the builder writes (one rule a line; literals, character classes,

@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.decisions import MAX_RESUME_CHARS
-from reactgraph.nodes.standing import status_of
+from reactgraph.nodes.loop.standing import status_of
+from reactgraph.nodes.running.decisions import MAX_RESUME_CHARS
 from reactgraph.variants import REGISTRY
 from tests.fakes import Runner, ToolLog, action, add, answer, call, fake_model, prompt_text
 

@@ -18,8 +18,8 @@ from langgraph.graph import END, START
 from langgraph.types import Command, Send
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.decisions import MAX_UNUSABLE
-from reactgraph.nodes.standing import status_of
+from reactgraph.nodes.loop.standing import status_of
+from reactgraph.nodes.running.decisions import MAX_UNUSABLE
 from tests.fakes import Runner, ToolLog, action, answer, call, fake_model
 from tests.test_approval import CONFIG, built
 

@@ -1,5 +1,5 @@
-"""Run budgets (``reactgraph.nodes.budgets``): tokens, cost, time and tool calls, in every variant
-and both action formats, under ``invoke`` and ``ainvoke``; the spend in the checkpoint, so a
+"""Run budgets (``reactgraph.nodes.features.budgets``): tokens, cost, time and tool calls, in every
+variant and both action formats, under ``invoke`` and ``ainvoke``; the spend in the checkpoint, so a
 resume (after an approval, or a kill in another process) goes on counting."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.budgets import cost_of, warnings_due
-from reactgraph.nodes.run_settings import RunSettings
-from reactgraph.nodes.state import RunUsage
+from reactgraph.nodes.features.budgets import cost_of, warnings_due
+from reactgraph.nodes.loop.run_settings import RunSettings
+from reactgraph.nodes.loop.state import RunUsage
 from tests.fakes import FakeChatModel, Runner, ToolLog, action, answer, call, fake_model
 
 USAGE = (100, 20)  # every call: 100 prompt + 20 completion tokens, as the provider reports
@@ -458,8 +458,8 @@ def test_an_empty_summary_tried_again_counts_both_attempts(run: Runner) -> None:
 
 
 def test_time_spent_while_a_reply_is_read_keeps_the_reply_and_runs_nothing() -> None:
-    from reactgraph.nodes.budgets import account, fresh_usage
-    from reactgraph.nodes.parsing import parse_react
+    from reactgraph.nodes.features.budgets import account, fresh_usage
+    from reactgraph.nodes.reading.textparser import parse_react
 
     reply = {
         "raw": "Action: echo[x]",

@@ -14,7 +14,7 @@ from langchain_core.tools import StructuredTool, Tool
 from pydantic import BaseModel, ConfigDict
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes import prompts
+from reactgraph.nodes.loop import prompts
 from reactgraph.scripted import DEMO_REPLIES
 from reactgraph.tools.loading import load_tools, tools_address, tools_from_env
 from tests.fakes import FakeOpenAIServer, Runner, action, answer, classic_seed_tools, fake_model

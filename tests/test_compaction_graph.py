@@ -10,8 +10,8 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from reactgraph import build_graph
-from reactgraph.nodes.compaction import context_window_for
-from reactgraph.nodes.tokens import TokenCounter
+from reactgraph.nodes.calling.tokens import TokenCounter
+from reactgraph.nodes.features.compaction import context_window_for
 from tests.fakes import Runner, ToolLog, action, answer, fake_model, prompt_text
 
 QUESTION = "Which page mentions the bridge?"

@@ -15,8 +15,8 @@ from langchain_core.language_models import GenericFakeChatModel
 
 from reactgraph import RunContext, build_graph
 from reactgraph.models import chat_model
-from reactgraph.nodes import constrained
-from reactgraph.nodes.run_settings import RunSettings
+from reactgraph.nodes.calling import constrained
+from reactgraph.nodes.loop.run_settings import RunSettings
 from reactgraph.tools import calculator, search_tools
 from reactgraph.variants import REGISTRY, VARIANTS
 from tests.fakes import (

@@ -19,10 +19,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes import prompts
-from reactgraph.nodes.reducers import kept_runs
-from reactgraph.nodes.run_settings import HISTORY_RUNS_MAX
-from reactgraph.nodes.tokens import message_text
+from reactgraph.nodes.calling.tokens import message_text
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.reducers import kept_runs
+from reactgraph.nodes.loop.run_settings import HISTORY_RUNS_MAX
 from reactgraph.variants import REGISTRY
 from tests.fakes import (
     FakeChatModel,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reactgraph.nodes.decisions import Decided, Malformed, check_resume, read_decision
+from reactgraph.nodes.running.decisions import Decided, Malformed, check_resume, read_decision
 
 KEYS = ["type", "decisions", "edited_action", "name", "action", "args", "arguments", "message"]
 WORDS = ["approve", "accept", "edit", "respond", "response", "reject", "ignore", "yes", "n"]

@@ -1,4 +1,4 @@
-"""The statuses are one declaration (``reactgraph.nodes.endings``): the state's type, the
+"""The statuses are one declaration (``reactgraph.nodes.loop.endings``): the state's type, the
 variants, the chat view, the console and the eval report all follow it."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import get_args, get_type_hints
 
 from reactgraph.app import console
 from reactgraph.app.eval import report
-from reactgraph.nodes import chat
-from reactgraph.nodes.endings import ENDINGS, STATUSES, Status
-from reactgraph.nodes.state import State
+from reactgraph.nodes.chatview import chat
+from reactgraph.nodes.loop.endings import ENDINGS, STATUSES, Status
+from reactgraph.nodes.loop.state import State
 from reactgraph.spec import Variant
 from reactgraph.variants import REGISTRY
 

@@ -16,7 +16,7 @@ from langchain_core.tools import tool
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
-from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.calling.providers import ModelCallError
 from tests.fakes import FakeOpenAIServer, Raw, Runner, Trickle, action, answer, fake_model
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
@@ -177,7 +177,7 @@ HUNG_TOOLS = textwrap.dedent(
     import threading, time
     from langchain_core.tools import tool
     from reactgraph import build_graph
-    from reactgraph.nodes.deadlines import MAX_ABANDONED
+    from reactgraph.nodes.calling.deadlines import MAX_ABANDONED
     from tests.fakes import fake_model, action, answer
 
     @tool

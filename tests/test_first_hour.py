@@ -15,9 +15,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes import prompts
-from reactgraph.nodes.parsing import parse_react
-from reactgraph.nodes.toolcalls import read_tool_calls
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.reading.textparser import parse_react
+from reactgraph.nodes.reading.toolcalls import read_tool_calls
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.tools import default_tools
 from reactgraph.tools.mcp.config import WHERE_CHARS, where
@@ -339,7 +339,7 @@ def test_a_server_that_never_returns_tool_calls_is_warned_about_once(
     openai_server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     from reactgraph.models import chat_model
-    from reactgraph.nodes.model import forget_no_tool_calls
+    from reactgraph.nodes.formats.tool_calls import forget_no_tool_calls
 
     forget_no_tool_calls()
     # What llama-cpp-python's server without --chat_format chatml-function-calling sends back:
@@ -347,7 +347,7 @@ def test_a_server_that_never_returns_tool_calls_is_warned_about_once(
     openai_server.responder = lambda _body: "Thought: look it up.\nAction: search[Eiffel Tower]"
     llm = chat_model("local", base_url=openai_server.url, api_key="none")
     graph = build_graph("transcript", model=llm, tools=default_tools(), action_format="tool_calls")
-    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.model"):
+    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.calling.model"):
         for thread in ("a", "b"):
             graph.invoke({"question": "When?"}, {"configurable": {"thread_id": thread}})
     warned = [
@@ -360,12 +360,12 @@ def test_a_server_that_never_returns_tool_calls_is_warned_about_once(
 def test_a_reply_that_answers_without_a_tool_is_not_warned_about(
     caplog: pytest.LogCaptureFixture, run: Runner
 ) -> None:
-    from reactgraph.nodes.model import forget_no_tool_calls
+    from reactgraph.nodes.formats.tool_calls import forget_no_tool_calls
 
     forget_no_tool_calls()
     model = fake_model(call("search", {"query": "Eiffel"}), "1889.")
     graph = build_graph("notes", model=model, tools=default_tools(), action_format="tool_calls")
-    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.model"):
+    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.calling.model"):
         out = run(graph, {"question": "When?"}, {"configurable": {"thread_id": "t"}})
     assert out["answer"] == "1889."
     assert not [r for r in caplog.records if "instead of calling a tool" in r.getMessage()]
@@ -383,6 +383,10 @@ def test_the_version_is_kept_in_one_place() -> None:
     assert reactgraph.__version__ == declared != "0.1.0"
     assert run_main("--version").stdout == f"reactgraph {declared}\n"
     assert f"## {declared}" in (ROOT / "CHANGELOG.md").read_text("utf-8")
-    sources = [*ROOT.glob("graphs/**/*.py"), *ROOT.glob("nodes/*.py"), *ROOT.glob("tools/**/*.py")]
+    sources = [
+        *ROOT.glob("graphs/**/*.py"),
+        *ROOT.glob("nodes/**/*.py"),
+        *ROOT.glob("tools/**/*.py"),
+    ]
     assert not [p for p in sources if declared in p.read_text("utf-8")]
     assert sys.modules["reactgraph"] is reactgraph

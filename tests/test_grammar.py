@@ -12,11 +12,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from reactgraph.nodes.binding import action_arguments
-from reactgraph.nodes.gbnf import MAX_DEPTH, literal
-from reactgraph.nodes.grammar import Lengths, callable_names, react_grammar, schema_grammar
-from reactgraph.nodes.parsing import clean_reply, parse_react
-from reactgraph.nodes.tool_input import tool_arguments
+from reactgraph.nodes.calling.binding import action_arguments
+from reactgraph.nodes.calling.gbnf import MAX_DEPTH, literal
+from reactgraph.nodes.calling.grammar import Lengths, callable_names, react_grammar, schema_grammar
+from reactgraph.nodes.reading.textparser import clean_reply, parse_react
+from reactgraph.nodes.running.tool_io import tool_arguments
 from reactgraph.tools import calculator, search_tools
 from tests.fakes import add
 from tests.gbnf_reader import llama_parses, read, sample, to_regex

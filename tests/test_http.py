@@ -12,8 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
-from reactgraph.nodes.providers import ModelCallError
-from reactgraph.nodes.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, TokenCounter
+from reactgraph.nodes.calling.providers import ModelCallError
+from reactgraph.nodes.calling.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, TokenCounter
 from reactgraph.tools import calculator, search_tools
 from tests.fakes import (
     SEED,
@@ -285,8 +285,8 @@ def test_a_runs_context_can_switch_to_another_openai_compatible_model(
 def test_a_graph_keeps_only_the_newest_per_run_models() -> None:
     """A run's context is anyone's on a server: each model named there is made once and kept,
     the most recently used ``MOST_REMEMBERED`` of them (each holds its connections)."""
-    from reactgraph.nodes.deps import MOST_REMEMBERED, make_deps
-    from reactgraph.nodes.run_settings import RunSettings
+    from reactgraph.nodes.loop.deps import MOST_REMEMBERED, make_deps
+    from reactgraph.nodes.loop.run_settings import RunSettings
     from reactgraph.scripted import ScriptedChatModel
 
     made: list[str] = []

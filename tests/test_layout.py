@@ -4,6 +4,7 @@ the app. A module that imports against the flow (at any depth) fails here."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,44 @@ def test_the_rooms_hold_what_the_readme_says() -> None:
         "studio.py",
         "transport.py",
     }, top
+
+
+# nodes/ is grouped by concern: each room a subpackage, no module left loose beside them.
+NODE_ROOMS = {"loop", "reading", "calling", "running", "features", "chatview", "formats"}
+
+
+def test_nodes_are_grouped_in_rooms() -> None:
+    loose = {p.name for p in (ROOT / "nodes").glob("*.py")}
+    assert loose == {"__init__.py"}, loose
+    rooms = {p.name for p in (ROOT / "nodes").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert rooms == NODE_ROOMS, rooms
+    for room in rooms:
+        assert (ROOT / "nodes" / room / "__init__.py").exists(), room
+
+
+def test_a_room_shares_its_name_with_no_module() -> None:
+    names = {
+        p.stem for folder in ("graphs", "nodes", "tools") for p in (ROOT / folder).rglob("*.py")
+    }
+    rooms = {p.name for p in (ROOT / "nodes").iterdir() if (p / "__init__.py").exists()}
+    assert not rooms & names, rooms & names
+
+
+def test_the_rooms_are_installed() -> None:
+    text = (ROOT / "pyproject.toml").read_text()
+    for room in (p.name for p in (ROOT / "nodes").iterdir() if (p / "__init__.py").exists()):
+        assert f'"reactgraph.nodes.{room}"' in text, room
+
+
+def test_every_path_the_architecture_map_names_exists() -> None:
+    """ARCHITECTURE.md kept true: each file or folder it names in backticks (a path with a
+    slash, not a pattern such as ``<name>`` or ``*``) is in the tree."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    named = {
+        token.split(" ")[0]
+        for token in re.findall(r"`([^`\s]+/[^`]*)`", text)
+        if not set(token) & set("<*") and not token.startswith(("http", "reactgraph"))
+    }
+    assert len(named) > 50, named
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert not missing, missing

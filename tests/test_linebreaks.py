@@ -2,7 +2,8 @@
 message, hard line breaks included, for a streaming model (the real ``ChatOpenAI`` against the
 test server) and one that does not stream (the scripted model), sync and async; the loop itself
 parses, records and re-sends what the model wrote. This is also the test that fails if
-langchain-core stops running inline callbacks in order (``reactgraph.nodes.linebreaks``)."""
+langchain-core stops running inline callbacks in order
+(``reactgraph.nodes.chatview.linebreaks``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from langchain_core.messages import AIMessage
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
-from reactgraph.nodes.linebreaks import hard, plain
+from reactgraph.nodes.chatview.linebreaks import hard, plain
 from reactgraph.tools import calculator, search_tools
 from tests.fakes import SEED, FakeChatModel, FakeOpenAIServer
 

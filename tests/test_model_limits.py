@@ -13,9 +13,9 @@ from langchain_core.messages import BaseMessage
 from reactgraph import build_graph
 from reactgraph.app.cli import main
 from reactgraph.models import chat_model
-from reactgraph.nodes import prompts
-from reactgraph.nodes.compaction import FALLBACK_WINDOW
-from reactgraph.nodes.tokens import message_text
+from reactgraph.nodes.calling.tokens import message_text
+from reactgraph.nodes.features.compaction import FALLBACK_WINDOW
+from reactgraph.nodes.loop import prompts
 from reactgraph.variants import REGISTRY
 from tests.fakes import FakeChatModel, FakeOpenAIServer, Runner, ToolLog, action, answer
 

@@ -15,14 +15,14 @@ from reactgraph.assembly import (
     route_after_step,
     route_after_turn,
 )
-from reactgraph.nodes.control import parse_reply, repeats, start_run, turn_cap_reached
-from reactgraph.nodes.deps import make_deps
-from reactgraph.nodes.effects import adrive, drive
-from reactgraph.nodes.model import call_model
-from reactgraph.nodes.run_settings import NotesSettings
-from reactgraph.nodes.state import ModelReply, State, Turn
-from reactgraph.nodes.tool_runs import run_tool, truncate
-from reactgraph.nodes.transcript import View, render_prompt
+from reactgraph.nodes.calling.model import call_model
+from reactgraph.nodes.loop.control import parse_reply, repeats, start_run, turn_cap_reached
+from reactgraph.nodes.loop.deps import make_deps
+from reactgraph.nodes.loop.effects import adrive, drive
+from reactgraph.nodes.loop.run_settings import NotesSettings
+from reactgraph.nodes.loop.state import ModelReply, State, Turn
+from reactgraph.nodes.loop.transcript import View, render_prompt
+from reactgraph.nodes.running.tool_runs import run_tool, truncate
 from reactgraph.settings import check_all
 from reactgraph.variants import REGISTRY
 from tests.fakes import ToolLog, action, answer, fake_model

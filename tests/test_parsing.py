@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reactgraph.nodes.parsing import clean_reply, parse_react
-from reactgraph.nodes.reading import MAX_CALLS
+from reactgraph.nodes.reading.textparser import MAX_CALLS, clean_reply, parse_react
 
 TOOLS = ["search", "lookup", "calculator", "update_notes"]
 

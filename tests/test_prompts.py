@@ -7,7 +7,7 @@ import string
 
 import pytest
 
-from reactgraph.nodes import prompts
+from reactgraph.nodes.loop import prompts
 
 FIELDS = {
     "blocks": "an image block",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reactgraph import build_graph
-from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.calling.providers import ModelCallError
 from reactgraph.storage.database import open_db, thread_status
 from reactgraph.storage.pruning import NotFinished, prune_thread
 from tests.fakes import ToolLog, action, answer, fake_model, three_turn_model
@@ -204,7 +204,7 @@ def test_run_many_resumes_a_thread_its_question_left_interrupted(tmp_path: Path)
     import asyncio
 
     from reactgraph.batch import run_many
-    from reactgraph.nodes.standing import status_of
+    from reactgraph.nodes.loop.standing import status_of
     from reactgraph.storage.database import aopen_db
 
     def broken(messages: list) -> str:

@@ -28,10 +28,11 @@ from langchain_core.messages import HumanMessage
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
-from reactgraph.nodes import prompts, streamchoice
-from reactgraph.nodes.binding import describe_tools
-from reactgraph.nodes.providers import ModelCallError
-from reactgraph.nodes.tokens import TokenCounter
+from reactgraph.nodes.calling import streamchoice
+from reactgraph.nodes.calling.binding import describe_tools
+from reactgraph.nodes.calling.providers import ModelCallError
+from reactgraph.nodes.calling.tokens import TokenCounter
+from reactgraph.nodes.loop import prompts
 from reactgraph.tools import calculator, search_tools
 from reactgraph.variants import REGISTRY
 from tests.llama_server import ALIAS, LlamaServer, available

@@ -36,7 +36,7 @@ import pytest
 from reactgraph import build_graph
 from reactgraph.app.eval.run import read_results
 from reactgraph.models import chat_model
-from reactgraph.nodes.transcript import render_prompt
+from reactgraph.nodes.loop.transcript import render_prompt
 from reactgraph.variants import REGISTRY
 from tests.fakes import bounded_tools
 from tests.llama_server import ALIAS, LlamaServer, available
@@ -126,7 +126,7 @@ def test_gbnf_binds_the_tools_strict_and_the_server_takes_them(
     # The server constrains tool-call arguments to their schemas itself; the strict schemas
     # (closed objects) are taken, not rejected: no warning, and the calls follow them.
     built = graph(server, "transcript", max_turns=2, constrained_decoding="gbnf")
-    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.constrained"):
+    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.calling.constrained"):
         result = built.invoke({"question": QUESTION})
     made = check(result, "transcript")
     assert not caplog.records, caplog.text

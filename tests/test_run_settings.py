@@ -16,8 +16,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import build_graph
-from reactgraph.nodes.providers import ModelCallError
-from reactgraph.nodes.tokens import message_text
+from reactgraph.nodes.calling.providers import ModelCallError
+from reactgraph.nodes.calling.tokens import message_text
 from reactgraph.variants import REGISTRY
 from tests.fakes import FakeChatModel, Runner, ToolLog, action, answer, big
 
@@ -224,7 +224,7 @@ def outcome(
         context = {**context, "base_url": server.url}
     caplog = request.getfixturevalue("caplog")
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.providers"):
+    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.calling.providers"):
         try:
             config = None
             if probe.earlier is not None:

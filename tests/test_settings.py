@@ -10,7 +10,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import VARIANTS, RunContext, build_graph
-from reactgraph.nodes.run_settings import RunSettings, knob
+from reactgraph.nodes.loop.run_settings import RunSettings, knob
 from reactgraph.settings import settings_of
 from reactgraph.variants import REGISTRY
 from tests.fakes import ToolLog, action, answer, fake_model

@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
-from reactgraph.nodes.providers import ModelCallError
+from reactgraph.nodes.calling.providers import ModelCallError
 from reactgraph.tools import calculator
 from tests.fakes import (
     NO_CHOICES,
@@ -223,7 +223,7 @@ def test_a_chosen_setting_asks_nothing(openai_server: FakeOpenAIServer) -> None:
 def test_the_servers_called_plain_are_remembered_per_server_and_bounded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from reactgraph.nodes import streamchoice
+    from reactgraph.nodes.calling import streamchoice
 
     monkeypatch.setattr(streamchoice, "MOST_SERVERS", 2)
     streamchoice.forget()
@@ -267,10 +267,10 @@ def test_under_a_messages_stream_a_cut_is_asked_again_plain(
 
 
 def test_the_langchain_words_and_switches_relied_on(openai_server: FakeOpenAIServer) -> None:
-    """``reactgraph.nodes.streaming`` reads langchain-core's and langchain-openai's errors by
-    their words, and ``streamchoice`` ChatOpenAI's ``streaming`` by whether it was set."""
-    from reactgraph.nodes.replies import NO_CHOICES as CHOICES
-    from reactgraph.nodes.replies import NO_CHUNKS
+    """``reactgraph.nodes.calling.streaming`` reads langchain-core's and langchain-openai's
+    errors by their words, and ``streamchoice`` ChatOpenAI's ``streaming`` by whether it was set."""
+    from reactgraph.nodes.calling.replies import NO_CHOICES as CHOICES
+    from reactgraph.nodes.calling.replies import NO_CHUNKS
 
     openai_server.script.extend([NO_CHOICES, NO_CHOICES])
     with pytest.raises(ValueError, match=NO_CHUNKS):

@@ -112,7 +112,7 @@ def test_a_person_is_never_asked_about_a_repaired_call(
 
 
 def test_strict_calls_reads_each_call_whole() -> None:
-    from reactgraph.nodes.toolcalls import strict_calls
+    from reactgraph.nodes.reading.toolcalls import strict_calls
 
     chunks = [
         {"name": "calculator", "args": '{"expression": "2*3"}', "id": "a", "index": 0},

@@ -9,8 +9,8 @@ import pytest
 import tiktoken
 from langchain_core.messages import AIMessage, HumanMessage
 
-from reactgraph.nodes import tokens
-from reactgraph.nodes.tokens import TokenCounter, encoding_for, estimate_tokens
+from reactgraph.nodes.calling import tokens
+from reactgraph.nodes.calling.tokens import TokenCounter, encoding_for, estimate_tokens
 
 
 @pytest.fixture(autouse=True)

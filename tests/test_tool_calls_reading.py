@@ -1,5 +1,6 @@
 """Reading native tool calls: one action per turn, every call id answered, malformed calls as
-corrective Observations, and bounded cost for what a model may send (``nodes.toolcalls``)."""
+corrective Observations, and bounded cost for what a model may send
+(``nodes.reading.toolcalls``)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import InjectedToolCallId, tool
 
 from reactgraph import build_graph
-from reactgraph.nodes import prompts
-from reactgraph.nodes.binding import parameters, tool_schemas
-from reactgraph.nodes.streaming import gather
-from reactgraph.nodes.toolcalls import MAX_CALLS, calls_of, input_text, read_tool_calls
+from reactgraph.nodes.calling.binding import parameters, tool_schemas
+from reactgraph.nodes.calling.streaming import gather
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.reading.toolcalls import MAX_CALLS, calls_of, input_text, read_tool_calls
 from reactgraph.tools import calculator, search_tools
 from tests.fakes import (
     FakeChatModel,

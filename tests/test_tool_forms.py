@@ -20,7 +20,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
 from reactgraph import build_graph
-from reactgraph.nodes import prompts
+from reactgraph.nodes.loop import prompts
 from tests.fakes import Runner, action, answer, fake_model, prompt_text
 
 

@@ -29,7 +29,7 @@ from langgraph.prebuilt import InjectedState
 from pydantic import BaseModel, Field
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.binding import parameters
+from reactgraph.nodes.calling.binding import parameters
 from tests.fakes import Runner, action, answer, call, fake_model
 
 Log = list[tuple[str, Any]]

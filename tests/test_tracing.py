@@ -1,4 +1,4 @@
-"""OpenTelemetry traces (``reactgraph.nodes.tracing``) read back with the SDK's in-memory
+"""OpenTelemetry traces (``reactgraph.nodes.features.tracing``) read back with the SDK's in-memory
 exporter and metric reader: the span tree of the seed in every variant and both formats, the
 attributes and events of each exit, and what stays off the spans."""
 
@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes import tracing
+from reactgraph.nodes.features import tracing
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, DEMO_TOOL_CALLS
 from reactgraph.tools import default_tools
 from tests.fakes import Runner, ToolLog, action, answer, explode, fake_model, sleepy
@@ -445,7 +445,7 @@ assert not out.get("trace"), out.get("trace")
 mine = [m for m in sys.modules if m.startswith("opentelemetry")]
 if blocked:
     assert not mine, mine
-import reactgraph.nodes.tracing as tracing
+import reactgraph.nodes.features.tracing as tracing
 assert not tracing.enabled()
 print("ok")
 """

@@ -1,6 +1,6 @@
-"""Reading a typed answer (``nodes/typed_answer.py``): the JSON value in an answer's text, checked
-against the schema; pure, never raises, bounded on what a model writes. And the schema itself:
-what ``response_format`` becomes, what ``answer_schema`` accepts."""
+"""Reading a typed answer (``nodes/reading/typed_answer.py``): the JSON value in an answer's text,
+checked against the schema; pure, never raises, bounded on what a model writes. And the schema
+itself: what ``response_format`` becomes, what ``answer_schema`` accepts."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from reactgraph.nodes import prompts
-from reactgraph.nodes.typed_answer import (
+from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.reading.typed_answer import (
     MAX_ANSWER_CHARS,
     MAX_DEPTH,
     MAX_SCHEMA_CHARS,

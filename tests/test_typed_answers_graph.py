@@ -25,9 +25,9 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes import prompts
-from reactgraph.nodes.providers import ModelCallError
-from reactgraph.nodes.tokens import message_text
+from reactgraph.nodes.calling.providers import ModelCallError
+from reactgraph.nodes.calling.tokens import message_text
+from reactgraph.nodes.loop import prompts
 from reactgraph.variants import REGISTRY
 from tests.fakes import FakeChatModel, Runner, ToolLog, action, answer, call
 
@@ -322,7 +322,7 @@ def test_the_instructions_come_after_the_answer_format_and_both_before_the_quest
 
 
 def test_instructions_are_bounded_and_checked() -> None:
-    from reactgraph.nodes.run_settings import MAX_INSTRUCTIONS_CHARS
+    from reactgraph.nodes.loop.run_settings import MAX_INSTRUCTIONS_CHARS
 
     model = FakeChatModel(replies=[])
     too_long = "x" * (MAX_INSTRUCTIONS_CHARS + 1)

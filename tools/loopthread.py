@@ -4,8 +4,8 @@ needs a loop beside it. Coroutines are handed to it from any thread and come bac
 
 Its users: MCP sessions (``tools.mcp.sessions``, a loop that holds the sessions), an async call
 made from code already under a loop (``tools.mcp.loops.run_sync``), async-only tools called
-from sync code under a deadline (``nodes.deadlines``), and the worker pool's one-process case
-(``reactgraph.app.pool``).
+from sync code under a deadline (``nodes.calling.deadlines``), and the worker pool's one-process
+case (``reactgraph.app.pool``).
 """
 
 from __future__ import annotations

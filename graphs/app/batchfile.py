@@ -24,7 +24,7 @@ from reactgraph.app.pool import Job
 from reactgraph.app.questions import line_id, question_lines, question_text
 from reactgraph.app.recipe import Recipe, open_runner
 from reactgraph.app.results import Results, digest, keyed_by
-from reactgraph.nodes.endings import AWAITING
+from reactgraph.nodes.loop.endings import AWAITING
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 

@@ -20,9 +20,9 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from reactgraph.nodes.endings import ENDINGS
-from reactgraph.nodes.notes import UPDATE_NOTES
-from reactgraph.nodes.prompts import DECIDED, NOTES_ELIDED
+from reactgraph.nodes.features.notes import UPDATE_NOTES
+from reactgraph.nodes.loop.endings import ENDINGS
+from reactgraph.nodes.loop.prompts import DECIDED, NOTES_ELIDED
 from reactgraph.storage.database import RecordDamaged, RunRecord
 
 console = Console(highlight=False, soft_wrap=True)

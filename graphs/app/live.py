@@ -15,8 +15,8 @@ from reactgraph.app import console as out
 from reactgraph.app.hints import resume_hint
 from reactgraph.app.options import DB_STOPS, UsageError
 from reactgraph.graph import DURABILITY
-from reactgraph.nodes.providers import ModelCallError
-from reactgraph.nodes.standing import AWAITING
+from reactgraph.nodes.calling.providers import ModelCallError
+from reactgraph.nodes.loop.standing import AWAITING
 from reactgraph.storage.backends import database_backend
 from reactgraph.storage.database import DatabaseError, RunRecord, explain
 from reactgraph.storage.locks import Lease

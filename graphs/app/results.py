@@ -19,7 +19,7 @@ from typing import Any
 
 from reactgraph.app import console as out
 from reactgraph.app.jsonl import BadLine, id_text, read_jsonl_stream
-from reactgraph.nodes.endings import AWAITING
+from reactgraph.nodes.loop.endings import AWAITING
 
 
 def digest(value: Any) -> str:

@@ -20,8 +20,8 @@ from reactgraph.app.live import start, stream_run
 from reactgraph.app.options import UsageError, build_for, held, make_model, run_settings
 from reactgraph.app.recipe import Recipe
 from reactgraph.app.viewing import load_record, python_record
-from reactgraph.nodes.compaction import FALLBACK_WINDOW
-from reactgraph.nodes.standing import AWAITING
+from reactgraph.nodes.features.compaction import FALLBACK_WINDOW
+from reactgraph.nodes.loop.standing import AWAITING
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.storage.backends import database_backend
 from reactgraph.storage.database import RunRecord, new_record, open_db

@@ -121,7 +121,7 @@ def stop() -> None:
         _providers.clear()
     if not providers:
         return
-    from reactgraph.nodes import tracing
+    from reactgraph.nodes.features import tracing
 
     tracing.end_all()
 

@@ -17,8 +17,8 @@ from reactgraph.app.approving import pending_action
 from reactgraph.app.flags import UsageError
 from reactgraph.app.hints import resume_hint
 from reactgraph.build import MODEL_KEY, VARIANT_KEY
-from reactgraph.nodes.compaction import FALLBACK_WINDOW
-from reactgraph.nodes.standing import AWAITING
+from reactgraph.nodes.features.compaction import FALLBACK_WINDOW
+from reactgraph.nodes.loop.standing import AWAITING
 from reactgraph.scripted import ScriptedChatModel
 from reactgraph.storage.database import RECORDS_PAGE, NoDatabase, RunRecord, open_db
 from reactgraph.storage.listing import unrecorded_pages

@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reactgraph.app.flags import UsageError
+from reactgraph.nodes.formats import NAMES
 from reactgraph.variants import REGISTRY, VARIANTS
 
 PREBUILT = "prebuilt"
-FORMATS = ("text", "tool_calls")
-TEXT = "text"
+FORMATS = NAMES
+TEXT = NAMES[0]  # the default format
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from reactgraph.app.questions import (
     question_text,
     refuse_unstorable,
 )
-from reactgraph.nodes.storable import storable
+from reactgraph.nodes.loop.storable import storable
 
 BUNDLED_QUESTIONS = Path(__file__).with_name("bundled.jsonl")
 Format = Literal["jsonl", "hotpotqa"]

@@ -21,9 +21,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
-from reactgraph.nodes.binding import binding_options
-from reactgraph.nodes.model import usage_of
-from reactgraph.nodes.tokens import TokenCounter, message_text
+from reactgraph.nodes.calling.binding import binding_options
+from reactgraph.nodes.calling.model import usage_of
+from reactgraph.nodes.calling.tokens import TokenCounter, message_text
 
 NEED_MORE_STEPS = "Sorry, need more steps to process this request."
 """What the prebuilt agent answers when its steps run out."""

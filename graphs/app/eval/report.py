@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reactgraph.app.eval.score import score_answer
-from reactgraph.nodes.endings import ENDINGS, STATUSES
+from reactgraph.nodes.loop.endings import ENDINGS, STATUSES
 
 logger = logging.getLogger(__name__)
 

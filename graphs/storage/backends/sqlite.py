@@ -177,7 +177,7 @@ class Sqlite:
     def lock(self, db: str, thread_id: str) -> Iterator[Any]:
         import fcntl
 
-        from reactgraph.nodes.notes import safe_name
+        from reactgraph.nodes.features.notes import safe_name
         from reactgraph.storage.locks import Lease, ThreadBusy
 
         folder = Path(self.lock_place(db))
