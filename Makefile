@@ -5,8 +5,12 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 # The package and its own dependencies: all the demo needs (about half a minute to install).
 BASE := $(VENV)/.base
-# Plus the extras the tests, the benchmark and the drawings need (a few minutes more).
+# Plus the test tools (about a minute more); Ray, Playwright and pygraphviz only for the targets
+# that use them.
 STAMP := $(VENV)/.installed
+RAY := $(VENV)/.ray
+BROWSER := $(VENV)/.browser
+DRAW := $(VENV)/.draw
 NOTEBOOKS := $(VENV)/.notebooks
 # Test processes at once (pytest-xdist). The suite waits more than it computes (servers, child
 # processes, tool timeouts): with 2 workers on 2 cores it used 7.2 min of CPU in 6.2 min, so 4
@@ -41,8 +45,20 @@ $(BASE): pyproject.toml | $(PYTHON)
 	touch $(BASE)
 
 $(STAMP): $(BASE)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench]"
 	touch $(STAMP)
+
+$(RAY): $(STAMP)
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,ray]"
+	touch $(RAY)
+
+$(BROWSER): $(STAMP)
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,browser]"
+	touch $(BROWSER)
+
+$(DRAW): $(STAMP)
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw]"
+	touch $(DRAW)
 
 demo: $(BASE)
 	$(VENV)/bin/reactgraph demo
@@ -62,7 +78,7 @@ test: $(STAMP)
 # and a docstring mkdocstrings cannot render.
 DOCS := $(VENV)/.docs
 $(DOCS): $(STAMP)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,docs]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,docs]"
 	touch $(DOCS)
 
 docs: $(DOCS)
@@ -87,7 +103,7 @@ test-servers: $(STAMP)
 
 # Agent Chat UI in headless Chromium against `langgraph dev` (needs chromium and npm; a few
 # minutes, most of it compiling the client's page).
-test-browser: $(STAMP)
+test-browser: $(BROWSER)
 	$(PYTHON) -m pytest -m browser
 
 # Traces end to end: the commands exporting to a local OTLP receiver (an endpoint that never
@@ -108,7 +124,7 @@ test-traces: $(STAMP) $(PHOENIX_STAMP)
 
 # Ray: the engine on a local Ray per command, and the two-node cluster losing a node mid-batch
 # (Ray's start-up is most of it; one process, as two Rays at once on 2 cores only wait longer).
-test-cluster: $(STAMP)
+test-cluster: $(RAY)
 	$(PYTHON) -m pytest -m "(ray or cluster) and not browser"
 
 # The inner loop while coding: everything but the subprocess, server and fault tests.
@@ -139,17 +155,17 @@ bench-real-model: $(REAL_STAMP)
 	$(PYTHON) bench/llama_throughput.py
 	$(PYTHON) bench/constrained.py
 
-bench: $(STAMP)
+bench: $(RAY)
 	$(PYTHON) bench/bench.py
 
-drawings: $(STAMP)
+drawings: $(DRAW)
 	for variant in $$($(PYTHON) -c "from reactgraph import VARIANTS; print(*VARIANTS)"); do \
 		$(VENV)/bin/reactgraph graph $$variant --png docs/images/drawings/$$variant.png; done
 
 # Opens JupyterLab on the notebooks (the notebooks extra: kept out of the test tools, as its
 # jsonschema plugins cost every process that imports jsonschema two seconds of CPU).
 $(NOTEBOOKS): $(STAMP)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,notebooks]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,notebooks]"
 	touch $(NOTEBOOKS)
 
 notebooks: $(NOTEBOOKS)
