@@ -5,12 +5,11 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 # The package and its own dependencies: all the demo needs (about half a minute to install).
 BASE := $(VENV)/.base
-# Plus the test tools (about a minute more); Ray, Playwright and pygraphviz only for the targets
-# that use them.
+# Plus the test tools and pygraphviz (about a minute more); Ray and Playwright only for the
+# targets that use them.
 STAMP := $(VENV)/.installed
 RAY := $(VENV)/.ray
 BROWSER := $(VENV)/.browser
-DRAW := $(VENV)/.draw
 NOTEBOOKS := $(VENV)/.notebooks
 # Test processes at once (pytest-xdist). The suite waits more than it computes (servers, child
 # processes, tool timeouts): with 2 workers on 2 cores it used 7.2 min of CPU in 6.2 min, so 4
@@ -45,20 +44,16 @@ $(BASE): pyproject.toml | $(PYTHON)
 	touch $(BASE)
 
 $(STAMP): $(BASE)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw]"
 	touch $(STAMP)
 
 $(RAY): $(STAMP)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench,ray]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,ray]"
 	touch $(RAY)
 
 $(BROWSER): $(STAMP)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench,browser]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,browser]"
 	touch $(BROWSER)
-
-$(DRAW): $(STAMP)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw]"
-	touch $(DRAW)
 
 demo: $(BASE)
 	$(VENV)/bin/reactgraph demo
@@ -78,7 +73,7 @@ test: $(STAMP)
 # and a docstring mkdocstrings cannot render.
 DOCS := $(VENV)/.docs
 $(DOCS): $(STAMP)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench,docs]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,docs]"
 	touch $(DOCS)
 
 docs: $(DOCS)
@@ -158,14 +153,14 @@ bench-real-model: $(REAL_STAMP)
 bench: $(RAY)
 	$(PYTHON) bench/bench.py
 
-drawings: $(DRAW)
+drawings: $(STAMP)
 	for variant in $$($(PYTHON) -c "from reactgraph import VARIANTS; print(*VARIANTS)"); do \
 		$(VENV)/bin/reactgraph graph $$variant --png docs/images/drawings/$$variant.png; done
 
 # Opens JupyterLab on the notebooks (the notebooks extra: kept out of the test tools, as its
 # jsonschema plugins cost every process that imports jsonschema two seconds of CPU).
 $(NOTEBOOKS): $(STAMP)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench,notebooks]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,notebooks]"
 	touch $(NOTEBOOKS)
 
 notebooks: $(NOTEBOOKS)
