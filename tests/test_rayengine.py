@@ -18,8 +18,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray")
-
 from reactgraph.app.batchfile import run_file
 from reactgraph.app.cli import main
 from reactgraph.app.engines import Flight, run_jobs
@@ -35,6 +33,14 @@ from tests.test_persistence import postgres_url
 
 # Ray starts: `make test-cluster` runs them, `make test` does not.
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
+
+@pytest.fixture(autouse=True)
+def _needs_ray() -> None:
+    """Ray (``make test-cluster`` installs it) is asked for when a test here runs, not when the
+    module is collected: another target's run, which deselects these, then says nothing of it."""
+    pytest.importorskip("ray")
+
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every node on the loopback address, never the machine's network interface (conftest sets it

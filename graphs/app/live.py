@@ -13,7 +13,7 @@ from rich.markup import escape
 from reactgraph.app import approving
 from reactgraph.app import console as out
 from reactgraph.app.hints import resume_hint
-from reactgraph.app.options import DB_STOPS, UsageError
+from reactgraph.app.options import UsageError, db_stops
 from reactgraph.graph import DURABILITY
 from reactgraph.nodes.calling.providers import ModelCallError
 from reactgraph.nodes.loop.standing import AWAITING
@@ -73,7 +73,7 @@ def print_updates(updates: Iterator[Any], record: RunRecord, db: str, lease: Lea
     except ModelCallError as error:
         out.fail(f"{str(error).rstrip('.')}. The run is saved; resume it with: {hint}")
         return 1
-    except DB_STOPS as error:
+    except db_stops() as error:
         text = str(error) if isinstance(error, DatabaseError) else explain(db, error)
         # A server that went away keeps every step it stored; a damaged file may not.
         after = f". The run is saved up to its last step; resume it with: {hint}"

@@ -27,10 +27,11 @@ from reactgraph.variants import variant
 
 logger = logging.getLogger(__name__)
 
-# What a database can raise mid-command: every backend's driver's own errors.
-DB_FAULTS = faults()
-# A database fault as the driver raised it, or as storage explained it.
-DB_STOPS: tuple[type[BaseException], ...] = (*DB_FAULTS, DatabaseError)
+
+def db_stops() -> tuple[type[BaseException], ...]:
+    """A database fault as its driver raised it (``faults()``: the drivers in use, asked when
+    the exception is handled), or as storage explained it."""
+    return (*faults(), DatabaseError)
 
 
 def make_model(name: str, base_url: str | None, timeout: float) -> BaseChatModel:
@@ -132,13 +133,13 @@ def held(db: str, thread: str) -> Iterator[Lease]:
             f"cannot lock thread {thread} in {where} ({error.strerror or error}); make the "
             "database's folder writable, or pass another --db"
         ) from None
-    except DB_FAULTS as error:
+    except faults() as error:
         raise DatabaseError(explain(db, error)) from error
     try:
         yield lease
     finally:
         try:
             lock.close()
-        except DB_FAULTS as error:
+        except faults() as error:
             # The lock's session is gone with the server, and the lock with it.
             logger.info("releasing the lock on thread %s: %s", thread, error)

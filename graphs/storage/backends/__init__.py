@@ -95,7 +95,9 @@ class Backend(Protocol):
         ...
 
     def faults(self) -> tuple[type[BaseException], ...]:
-        """The exception types its driver raises."""
+        """The exception types its driver raises, once that driver is imported (a driver not
+        imported yet has raised nothing: asked when an exception is being handled, never up
+        front, so a SQLite run never imports PostgreSQL's driver)."""
         ...
 
     def explain(self, db: str, error: BaseException) -> str:
@@ -157,5 +159,6 @@ def store_backend(store: Any) -> Backend | None:
 
 
 def faults() -> tuple[type[BaseException], ...]:
-    """Every registered driver's exception types (what a command catches mid-run)."""
+    """Every registered driver's exception types, of the drivers imported so far (what a command
+    catches mid-run: an ``except faults()`` clause is evaluated when an exception reaches it)."""
     return tuple(kind for backend in registered() for kind in backend.faults())
