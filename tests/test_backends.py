@@ -80,3 +80,26 @@ def test_a_third_backend_is_one_module_and_one_line(
         assert thread_status(graph, "t1") == "finished"
         prune_thread(graph, db, "t1")
         assert graph.get_state({"configurable": {"thread_id": "t1"}}).values["answer"] == "done"
+
+
+def test_a_command_on_sqlite_does_not_import_the_postgres_driver() -> None:
+    """A driver's errors are asked for when an exception is handled (``faults()``), so a command
+    on SQLite never pays for importing psycopg (0.1-0.2 s of its start-up)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, reactgraph.app.run_commands, reactgraph.app.live, reactgraph.app.options;"
+        "print('psycopg' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_a_drivers_errors_are_caught_once_it_is_in_use() -> None:
+    import sqlite3
+
+    import psycopg
+
+    assert {sqlite3.Error, psycopg.Error} <= set(backends.faults())

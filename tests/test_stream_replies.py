@@ -280,3 +280,37 @@ def test_the_langchain_words_and_switches_relied_on(openai_server: FakeOpenAISer
     assert "streaming" not in chat_model("m", base_url=openai_server.url).model_fields_set
     assert chat_model("m", base_url=openai_server.url, stream=True).streaming is True
     assert chat_model("m", base_url=openai_server.url).root_async_client is not None
+
+
+@pytest.mark.parametrize("action_format", ["text", "tool_calls"])
+@pytest.mark.parametrize("call", ["invoke", "ainvoke"])
+def test_no_model_call_writes_its_prompt_out_as_one_string(
+    action_format: str, call: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every callback reactgraph adds to a model call answers ``on_chat_model_start``: else
+    langchain-core falls back to ``on_llm_start`` and renders the whole prompt as one string at
+    every call (``get_buffer_string``), a cost that grows with the transcript."""
+    from langchain_core.callbacks import manager
+
+    from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, DEMO_TOOL_CALLS, ScriptedChatModel
+    from reactgraph.tools import default_tools
+
+    written: list[object] = []
+    real = manager.get_buffer_string
+
+    def counted(*args: Any, **kwargs: Any) -> str:
+        written.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(manager, "get_buffer_string", counted)
+    replies = DEMO_REPLIES if action_format == "text" else DEMO_TOOL_CALLS
+    graph = build_graph(
+        "transcript",
+        model=ScriptedChatModel(replies=list(replies)),
+        tools=default_tools(),
+        action_format=action_format,
+    )
+    question = {"question": DEMO_QUESTION}
+    out = graph.invoke(question) if call == "invoke" else asyncio.run(graph.ainvoke(question))
+    assert out["status"] == "answered"
+    assert written == []
