@@ -956,6 +956,24 @@ def dying_graph() -> Any:
     return build_graph("transcript", model=ScriptedChatModel(replies=[reply] * 100), tools=[])
 
 
+def probe_graph() -> Any:
+    """A graph whose answer says what its worker process was given: whether the model client
+    was imported before the graph was built (the fork server's preload), and the value of
+    ``REACTGRAPH_PROBE`` in its environment when it answers."""
+    import os
+    import sys
+
+    from reactgraph import build_graph
+
+    preloaded = "langchain_openai" in sys.modules
+
+    def reply(messages: Sequence[BaseMessage]) -> str:
+        probe = os.environ.get("REACTGRAPH_PROBE", "unset")
+        return f"Final Answer: preloaded={preloaded} probe={probe} pid={os.getpid()}"
+
+    return build_graph("transcript", model=ScriptedChatModel(replies=[reply] * 100), tools=[])
+
+
 @contextlib.asynccontextmanager
 async def echo_runner() -> Any:
     """An ``OpenRunner`` (for the engines) whose jobs answer with their own question, after a

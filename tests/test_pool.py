@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from reactgraph.batch import run_processes
-from tests.fakes import FakeOpenAIServer, colour_graph, dying_graph, seed_responder
+from tests.fakes import FakeOpenAIServer, colour_graph, dying_graph, probe_graph, seed_responder
 from tests.test_cli import cli, popen
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
@@ -50,15 +50,74 @@ def test_a_ctrl_c_never_reaches_a_worker_and_the_callers_stays_as_it_was() -> No
     assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == before  # its Ctrl-C still works
 
 
-def workers_of(pid: int) -> list[int]:
-    """The worker processes of a batch (not multiprocessing's resource tracker)."""
+def test_workers_start_preloaded_with_the_environment_of_their_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Workers fork from one server that imported the model client once; each is given the
+    environment as it is when it starts, not as it was when the server started."""
+    questions = [f"q{i}" for i in range(4)]
+    monkeypatch.setenv("REACTGRAPH_PROBE", "first")
+    first = list(run_processes(probe_graph, questions, workers=2, concurrency=2))
+    monkeypatch.setenv("REACTGRAPH_PROBE", "second")  # the server runs on from the first batch
+    second = list(run_processes(probe_graph, questions, workers=2, concurrency=2))
+    for batch, probe in ((first, "first"), (second, "second")):
+        answers = [r["answer"] or "" for r in batch]
+        assert all(f"preloaded=True probe={probe} " in a for a in answers), answers
+        assert len({a.rsplit("pid=", 1)[1] for a in answers}) == 2  # both workers answered
+    from multiprocessing import forkserver
+
+    assert forkserver._forkserver._forkserver_pid is not None  # one server, kept for the next
+
+
+def test_the_multiprocessing_internals_the_command_ends_are_there() -> None:
+    """``leftovers.helpers`` ends the fork server and the resource tracker through CPython's
+    own objects: this fails first if a Python release renames them."""
+    import importlib
+
+    from reactgraph.app.leftovers import _HELPERS
+
+    for module_name, name, fd_name, pid_name in _HELPERS:
+        own = getattr(importlib.import_module(module_name), name)
+        assert all(hasattr(own, a) for a in (fd_name, pid_name, "_lock")), module_name
+
+
+def test_a_batch_on_workers_leaves_no_process_when_it_ends(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """Its workers, their fork server and the resource tracker are gone when it exits."""
+    from tests.test_interrupts import alive_in_group
+
+    openai_server.responder = seed_responder
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"question": f"q {i}"}) + "\n" for i in range(4)))
+    process = popen(
+        "batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--db",
+        str(tmp_path / "runs.sqlite"), "--workers", "2", "--base-url", openai_server.url,
+        group=True,
+    )  # fmt: skip
+    _, err = process.communicate(timeout=300)  # a bound against a hang
+    assert process.returncode == 0, err
+    assert not alive_in_group(process.pid), alive_in_group(process.pid)
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes ``pid`` started, with what started them (their command lines)."""
     found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
-    workers = []
-    for child in map(int, found.stdout.split()):
-        command = Path(f"/proc/{child}/cmdline").read_bytes()
-        if b"spawn_main" in command and b"resource_tracker" not in command:
-            workers.append(child)
-    return workers
+    return [int(child) for child in found.stdout.split()]
+
+
+def command_of(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # gone meanwhile
+        return b""
+
+
+def workers_of(pid: int) -> list[int]:
+    """The worker processes of a batch: the children of its fork server (not multiprocessing's
+    resource tracker, nor the server itself)."""
+    servers = [c for c in children_of(pid) if b"forkserver" in command_of(c)]
+    return [worker for server in servers for worker in children_of(server)]
 
 
 @pytest.mark.kills
@@ -129,8 +188,9 @@ def test_the_workers_of_a_killed_batch_end_with_it(
     questions.write_text("".join(json.dumps({"question": f"q {i}"}) + "\n" for i in range(4)))
     first = popen(
         "batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--db",
-        str(tmp_path / "runs.sqlite"), "--workers", "2", "--base-url", openai_server.url,
-    )  # fmt: skip
+        str(tmp_path / "runs.sqlite"), "--workers", "2", "--concurrency", "2", "--base-url",
+        openai_server.url,
+    )  # fmt: skip  (a run each: two calls held are one in each worker)
     try:
         deadline = time.time() + 90
         while openai_server.active < 2 and time.time() < deadline:

@@ -101,3 +101,26 @@ def test_no_other_class_declares_a_setting() -> None:
         "a setting is declared once, as a field of nodes/loop/run_settings.py: read the run's "
         "settings value (deps.run_settings(state)) instead of copying its fields"
     )
+
+
+def test_each_runs_settings_are_made_once_with_a_batchs_runs_in_flight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch's runs (100 by default) take turns, each reading its settings several times a
+    step: each run's typed value is made once, not again at every read."""
+    from reactgraph.nodes.loop.deps import make_deps
+
+    made: list[int] = []
+    over = RunSettings.over
+
+    def counted(self: RunSettings, values: typing.Mapping[str, typing.Any]) -> RunSettings:
+        made.append(1)
+        return over(self, values)
+
+    monkeypatch.setattr(RunSettings, "over", counted)
+    deps = make_deps(fake_model(), [], RunSettings())
+    states = [{"settings": {"max_turns": 3 + n % 5}} for n in range(100)]
+    for _ in range(4):  # four steps, every run's turn in each
+        for state in states:
+            assert deps.run_settings(state).max_turns == state["settings"]["max_turns"]
+    assert len(made) == len(states)

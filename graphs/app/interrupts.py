@@ -201,7 +201,7 @@ def _end(outcome: dict[str, Any], came: bool, reader: socket.socket) -> NoReturn
         threading._shutdown()  # type: ignore[attr-defined]  # as Python's exit: non-daemon threads
     with contextlib.suppress(Exception):
         atexit._run_exitfuncs()  # the atexit callbacks (logging's flush, multiprocessing's ...)
-    leftovers.tracker()
+    leftovers.helpers()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -245,5 +245,5 @@ def _stop(hint: str | None) -> NoReturn:
     with contextlib.suppress(Exception):
         leftovers.end(running)
     with contextlib.suppress(Exception):
-        leftovers.tracker()
+        leftovers.helpers()
     os._exit(EXIT_CODE)

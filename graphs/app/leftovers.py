@@ -1,11 +1,13 @@
 """What a stopped command leaves running, ended before it exits: the processes it started (and
-theirs: the MCP servers of batch workers, a local Ray) and multiprocessing's resource tracker.
+theirs: the MCP servers of batch workers, a local Ray) and multiprocessing's helpers (its fork
+server and resource tracker).
 
 A process ended by its parent's exit is not gone at that exit: a worker's MCP server reads the
-end of its stdin, the resource tracker the end of its pipe, each once it is scheduled again,
-and on a loaded machine that is seconds later. A stop (``reactgraph.app.interrupts``) ends
-them first and waits for them, so none outlives the command. The process tree is read from
-``/proc`` (Linux); elsewhere only the resource tracker is ended.
+end of its stdin, the fork server and the resource tracker the end of their pipes, each once it
+is scheduled again, and on a loaded machine that is seconds later. A stop
+(``reactgraph.app.interrupts``) ends them first and waits for them, so none outlives the
+command; a command that ends by itself ends the helpers. The process tree is read from
+``/proc`` (Linux); elsewhere only the helpers are ended.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 _TERM_WAIT_S = 10  # bounds against a process that will not end, not timings
 _KILL_WAIT_S = 10
@@ -23,13 +26,14 @@ _POLL_S = 0.01
 _PASSES = 5  # looks for processes started during a stop (see ``end``)
 
 
-def descendants() -> dict[int, str]:
-    """This process's descendants now, each with its start time (so a pid the system has
-    given to another process since is never taken for it); empty without ``/proc``."""
+def descendants(root: int | None = None) -> dict[int, str]:
+    """The descendants of ``root`` (default: this process) now, each after its parent and with
+    its start time (so a pid the system has given to another process since is never taken for
+    it); empty without ``/proc``."""
     parents: dict[int, list[tuple[int, str]]] = {}
     for pid, parent, started in _processes():
         parents.setdefault(parent, []).append((pid, started))
-    found, todo = {}, [os.getpid()]
+    found, todo = {}, [os.getpid() if root is None else root]
     while todo:
         for pid, started in parents.get(todo.pop(), []):
             if pid not in found:
@@ -48,6 +52,16 @@ def end(known: dict[int, str]) -> None:
         if not _ended(known):
             return
         known = {}
+
+
+def terminate_below(root: int) -> None:
+    """SIGTERM the descendants of ``root`` (not ``root`` itself), each before its parent: a
+    process sees its parent end only once its own end is pending (a worker's MCP server, whose
+    worker ended first, wrote its reply into the closed pipe: a traceback on the terminal)."""
+    for pid, started in reversed(descendants(root).items()):
+        if _alive(pid, started):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
 
 
 def _ended(known: dict[int, str]) -> bool:
@@ -72,21 +86,35 @@ def _ended(known: dict[int, str]) -> bool:
     return found
 
 
-def tracker() -> None:
-    """End multiprocessing's resource tracker, if this process started one, and wait for it: it
-    exits when the last process holding its pipe has (the workers are gone by now), after
-    unlinking what they left registered; killed if it does not."""
-    module = sys.modules.get("multiprocessing.resource_tracker")
-    if module is None:
-        return
-    own = module._resource_tracker  # CPython's internals: its pipe and its pid
+# CPython's internals: multiprocessing's helper processes (``tests/test_pool.py`` pins them), each
+# as its module, its object there, and that object's names for the pipe the helper reads to its
+# end and for its pid. The fork server first: it holds the resource tracker's pipe too.
+_HELPERS = (
+    ("multiprocessing.forkserver", "_forkserver", "_forkserver_alive_fd", "_forkserver_pid"),
+    ("multiprocessing.resource_tracker", "_resource_tracker", "_fd", "_pid"),
+)
+
+
+def helpers() -> None:
+    """End multiprocessing's fork server and resource tracker, if this process started them,
+    and wait for each: it exits when the last process holding its pipe has (the workers are
+    gone by now; the tracker after unlinking what they left registered); killed if it does
+    not. Either would otherwise outlive the command by as long as it takes to be scheduled."""
+    for module_name, name, fd_name, pid_name in _HELPERS:
+        module = sys.modules.get(module_name)
+        if module is not None:
+            _end_helper(getattr(module, name), fd_name, pid_name)
+
+
+def _end_helper(own: Any, fd_name: str, pid_name: str) -> None:
     if not own._lock.acquire(timeout=_TERM_WAIT_S):
         return
     try:
-        fd, pid = own._fd, own._pid
+        fd, pid = getattr(own, fd_name), getattr(own, pid_name)
         if fd is None or pid is None:
             return
-        own._fd = own._pid = None
+        setattr(own, fd_name, None)
+        setattr(own, pid_name, None)
         with contextlib.suppress(OSError):
             os.close(fd)
         if not _waited(pid, _TERM_WAIT_S):

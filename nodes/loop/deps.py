@@ -68,16 +68,23 @@ MOST_REMEMBERED = 32
 """Per-run models (``model_name``/``base_url``) and notes limits a graph keeps made, the most
 recently used: a run's context is anyone's (a server), and each model holds its connections."""
 
+RUNS_REMEMBERED = 512
+"""Runs whose typed settings a graph keeps made: more than the runs a batch has in flight (100
+by default), each of which reads them several times a step (a smaller cache made them again
+at nearly every read)."""
+
 _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
 
 
-def remembered(cache: dict[_Key, _Value], key: _Key, value: _Value) -> _Value:
+def remembered(
+    cache: dict[_Key, _Value], key: _Key, value: _Value, most: int = MOST_REMEMBERED
+) -> _Value:
     """``value``, kept under ``key`` as the newest of ``cache``, whose oldest is let go beyond
-    ``MOST_REMEMBERED`` (the caller holds the lock)."""
+    ``most`` (the caller holds the lock)."""
     cache.pop(key, None)
     cache[key] = value
-    while len(cache) > MOST_REMEMBERED:
+    while len(cache) > most:
         del cache[next(iter(cache))]
     return value
 
@@ -137,7 +144,7 @@ class Deps:
             return made[1]
         value = self.settings.over(stored or {})
         with self._lock:
-            remembered(self._settings_made, id(stored), (stored, value))
+            remembered(self._settings_made, id(stored), (stored, value), RUNS_REMEMBERED)
         return value
 
     def caller_for(self, settings: RunSettings) -> ModelCaller:
