@@ -186,11 +186,12 @@ def test_the_workers_of_a_killed_batch_end_with_it(
     openai_server.responder = responder
     questions = tmp_path / "q.jsonl"
     questions.write_text("".join(json.dumps({"question": f"q {i}"}) + "\n" for i in range(4)))
+    # One run in each worker at a time: two calls held are one in each.
     first = popen(
         "batch", str(questions), "--out", str(tmp_path / "r.jsonl"), "--db",
         str(tmp_path / "runs.sqlite"), "--workers", "2", "--concurrency", "2", "--base-url",
         openai_server.url,
-    )  # fmt: skip  (a run each: two calls held are one in each worker)
+    )  # fmt: skip
     try:
         deadline = time.time() + 90
         while openai_server.active < 2 and time.time() < deadline:
