@@ -4,6 +4,12 @@ loop, over the OpenAI SDK's aiohttp transport when it is installed (``pip instal
 concurrency. Both hand a plain reply to a streamed request on as the event stream it stands for
 (``eventstream``).
 
+A streamed reply's connection is kept for the next request. The SDK's async stream reads the
+body to its end after the ``[DONE]`` event (for at most 0.1 s); its sync stream stops at
+``[DONE]`` and closes the response, and with it an HTTP/1.1 connection, so every sync streamed
+call would open a new one (with its TCP and TLS handshakes). The sync client therefore reads
+the rest of the body itself, as the SDK does in async (``EndedStream``).
+
 A connection pool belongs to the event loop that opened it. langchain-openai shares one default
 client among every ChatOpenAI with the same URL and timeout, so a second ``asyncio.run`` in the
 same process fails with "Event loop is closed". Keeping a pool per loop makes a model usable from
@@ -13,15 +19,22 @@ any number of loops, one after another or at once.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import importlib.util
+import logging
+import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 import openai
 
 from reactgraph import eventstream
+from reactgraph.nodes.calling import deadlines
+
+logger = logging.getLogger(__name__)
 
 Transport = Literal["aiohttp", "httpx"]
 
@@ -43,14 +56,111 @@ def connection_limits(concurrency: int) -> Any:
     return limits_type(max_connections=size, max_keepalive_connections=size)
 
 
+DONE = b"data: [DONE]"
+END_WAIT_S = 0.1  # as the SDK's async stream waits for the end of a body after [DONE]
+MOST_ENDED_BYTES = 65536  # more after [DONE] than an end: the connection is closed instead
+MOST_SLOW_SERVERS = 256
+_slow: dict[str, None] = {}  # servers seen not to end a body promptly after [DONE]
+_slow_lock = threading.Lock()
+
+
+def forget() -> None:
+    """Forget which servers were seen to leave a streamed body open (for tests)."""
+    with _slow_lock:
+        _slow.clear()
+
+
+def _server(request: Any) -> str:
+    return f"{request.url.scheme}://{request.url.host}:{request.url.port}"
+
+
+class EndedStream:
+    """A streamed response body whose end is read once its ``[DONE]`` event has been, when the
+    response is closed, so that its HTTP/1.1 connection goes back to the pool. Closed before
+    ``[DONE]`` (a call abandoned at its deadline), the connection is closed with it, and the
+    server stops generating. The end is read on a worker thread for at most ``END_WAIT_S``: a
+    server that leaves a body open after ``[DONE]`` delays no call, and its bodies are closed
+    at once from then on."""
+
+    def __init__(self, stream: Any, server: str) -> None:
+        self._stream = stream
+        self._chunks: Iterator[bytes] = iter(stream)
+        self._server = server
+        self._tail = b""
+        self._done = self._ended = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._chunks:
+            if not self._done:
+                seen = self._tail + chunk
+                self._done, self._tail = DONE in seen, seen[-len(DONE) :]
+            yield chunk
+        self._ended = True
+
+    def _read_end(self) -> None:
+        read = 0
+        try:
+            for chunk in self._chunks:
+                read += len(chunk)
+                if read > MOST_ENDED_BYTES:
+                    break
+        finally:
+            self._stream.close()
+
+    def close(self) -> None:
+        if self._ended or not self._done:
+            self._stream.close()
+            return
+        self._ended = True
+        ending = deadlines.THREADS.submit(self._read_end)
+        try:
+            ending.result(END_WAIT_S)
+        except concurrent.futures.TimeoutError:
+            with _slow_lock:
+                _slow[self._server] = None
+                while len(_slow) > MOST_SLOW_SERVERS:
+                    del _slow[next(iter(_slow))]
+            logger.warning(
+                "%s did not end a streamed reply within %g s of its [DONE]: its streamed replies "
+                "are closed at [DONE] from now on (a new connection for each)",
+                self._server,
+                END_WAIT_S,
+            )
+        except Exception:  # the reply is whole: only its connection is lost
+            logger.debug("reading the end of a streamed reply failed", exc_info=True)
+
+
+@functools.cache
+def _ended_stream_type(library: str) -> type[Any] | None:
+    """``EndedStream`` as a byte stream of the response's HTTP library (httpx2 under the
+    OpenAI SDK 3, httpx under 2), which checks the type of what it iterates."""
+    base = getattr(sys.modules.get(library), "SyncByteStream", None)
+    return type("EndedStream", (EndedStream, base), {}) if isinstance(base, type) else None
+
+
+def keeps_connection(request: Any, response: Any) -> bool:
+    """Whether the end of this streamed response is to be read (``EndedStream``)."""
+    if response.http_version != "HTTP/1.1" or response.status_code != 200:
+        return False
+    if "event-stream" not in response.headers.get("content-type", ""):
+        return False
+    with _slow_lock:
+        return _server(request) not in _slow
+
+
 class SyncClient(openai.DefaultHttpxClient):
-    """The sync client: connections for ``concurrency`` requests at once, kept alive."""
+    """The sync client: connections for ``concurrency`` requests at once, kept alive, streamed
+    replies' included (``EndedStream``)."""
 
     def __init__(self, concurrency: int, **kwargs: Any) -> None:
         super().__init__(limits=connection_limits(concurrency), **kwargs)
 
     def send(self, request: Any, **kwargs: Any) -> Any:
         response = super().send(request, **kwargs)
+        ended = _ended_stream_type(type(response).__module__.partition(".")[0])
+        if ended is not None and keeps_connection(request, response):
+            response.stream = ended(response.stream, _server(request))
+            return response
         if not eventstream.unstreamed(request, response):
             return response
         body = bytearray()

@@ -86,6 +86,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Any:
 def openai_server() -> Any:
     """A local OpenAI-compatible server for the test, closed afterwards; what was found out
     about the server at its address is forgotten (a later test's may get the same port)."""
+    from reactgraph import transport
     from reactgraph.nodes.calling import constrained, streamchoice
     from tests.fakes import FakeOpenAIServer
 
@@ -94,6 +95,7 @@ def openai_server() -> Any:
     server.close()
     streamchoice.forget()
     constrained.forget()
+    transport.forget()
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import sys
 import threading
 import time
 from collections import deque
@@ -564,6 +565,17 @@ class Cut:
 class _Server(ThreadingHTTPServer):
     request_queue_size = 512  # a burst of 100 clients must not be refused
     daemon_threads = True
+    connections = 0
+    """How many connections clients opened (streams are kept alive, as real servers keep them)."""
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections += 1
+        super().process_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that closes an idle kept-alive connection (resets it) is not an error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 @dataclass
@@ -613,6 +625,9 @@ class FakeOpenAIServer:
         self.usages: list[dict[str, int]] = []
         """The token counts of each reply it wrote (sent or not, as ``stream_usage`` says)."""
         self.stream_usage = True
+        self.stream_end: threading.Event | None = None
+        """When set, a streamed reply's body ends only once this event is (after its ``[DONE]``),
+        as a server that leaves a body open after its last event would."""
         self.latency_s = 0.0
         self.honour_stop = True
         self.reject_stop = False
@@ -642,6 +657,11 @@ class FakeOpenAIServer:
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
         self._thread.start()
+
+    @property
+    def connections(self) -> int:
+        """How many connections clients have opened to it."""
+        return self._http.connections
 
     def close(self) -> None:
         """Stop serving."""
@@ -772,21 +792,46 @@ class FakeOpenAIServer:
             events.append({**chunk, "choices": [], "usage": usage})
         self._send_events(handler, events)
 
-    @staticmethod
     def _send_events(
-        handler: BaseHTTPRequestHandler, events: list[dict[str, Any]], done: bool = True
+        self,
+        handler: BaseHTTPRequestHandler,
+        events: list[dict[str, Any]],
+        done: bool = True,
+        keep_alive: bool = True,
     ) -> None:
-        """Server-sent events, then ``[DONE]``, on a connection closed afterwards."""
+        """Server-sent events, then ``[DONE]``. Sent chunked on a connection kept alive, as
+        vLLM's, llama.cpp's and OpenAI's servers send them (a client that reads the body to its
+        end reuses the connection), ``[DONE]`` and the body's end in one write; or, with
+        ``keep_alive`` off (or no ``[DONE]``), on a connection closed afterwards, as a server
+        that gives up on a stream does."""
+        kept = keep_alive and done
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
-        handler.send_header("Connection", "close")
+        if kept:
+            handler.send_header("Transfer-Encoding", "chunked")
+        else:
+            handler.send_header("Connection", "close")
         handler.end_headers()
-        for event in events:
-            handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        lines = [f"data: {json.dumps(event)}\n\n".encode() for event in events]
         if done:
-            handler.wfile.write(b"data: [DONE]\n\n")
+            lines.append(b"data: [DONE]\n\n")
+        if not kept:
+            for line in lines:
+                handler.wfile.write(line)
+            handler.wfile.flush()
+            handler.close_connection = True
+            return
+        framed = [b"%x\r\n%s\r\n" % (len(line), line) for line in lines]
+        for line in framed[:-1]:
+            handler.wfile.write(line)
+        if self.stream_end is None:
+            handler.wfile.write(framed[-1] + b"0\r\n\r\n")
+        else:
+            handler.wfile.write(framed[-1])
+            handler.wfile.flush()
+            self.stream_end.wait(60)
+            handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
-        handler.close_connection = True
 
     def _complete(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], text: str) -> None:
         if self.honour_stop:
@@ -834,7 +879,7 @@ class FakeOpenAIServer:
         events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
         if cut.sent:
             events.append({**chunk, "choices": [{"index": 0, "delta": {"content": cut.sent}}]})
-        self._send_events(handler, events)
+        self._send_events(handler, events, keep_alive=False)
 
     def _stream_raw(self, handler: BaseHTTPRequestHandler, raw: Raw) -> None:
         """A literal body as a streaming client gets it (``Raw.events``): a completion object

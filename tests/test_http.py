@@ -4,6 +4,7 @@ stop, usage, provider quirks, transient faults, resuming, async and streaming.""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -54,11 +55,34 @@ def test_seed_scenario_over_http(openai_server: FakeOpenAIServer, run: Runner) -
         ("calculator", "1937-1889"),
     ]
     assert len(openai_server.requests) == 4
+    assert all(r["stream"] for r in openai_server.requests)
+    assert openai_server.connections == 1  # each stream read to its end: its connection reused
     assert all(r["stop"] == ["Observation:"] for r in openai_server.requests)
     first = openai_server.requests[0]
     expected = sum(len(m["content"]) for m in first["messages"]) // 4 + 1
     assert out["turns"][0]["prompt_tokens"] == expected
     assert all(t["token_source"] == "usage" for t in out["turns"])
+
+
+def test_a_stream_left_open_after_its_done_delays_no_call(
+    openai_server: FakeOpenAIServer, run: Runner, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that sends [DONE] but does not end the body: the end is awaited for a moment
+    (the sync client's ``EndedStream``, the SDK's own in async), then the connection is closed;
+    no call waits for its deadline (it would be asked again)."""
+    openai_server.stream_end = threading.Event()
+    openai_server.script.extend(SEED)
+    try:
+        out = run(seed_graph(openai_server, ToolLog(), timeout=30.0), {"question": "q"})
+    finally:
+        openai_server.stream_end.set()
+    assert out["answer"] == "48" and out["status"] == "answered"
+    assert len(openai_server.requests) == 4  # none was asked again
+    assert openai_server.connections == 4  # each held open by the server, so closed by us
+    if run.mode == "invoke":  # noted once; later streams there are closed at [DONE]
+        warned = [r for r in caplog.records if "did not end a streamed reply" in r.message]
+        assert len(warned) == 1
+        assert openai_server.url.startswith(warned[0].getMessage().split(" ")[0])
 
 
 def test_a_provider_that_ignores_stop_is_cut_on_our_side(

@@ -4,13 +4,20 @@ event loop, so a model works from any number of asyncio.run calls."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import openai
 import pytest
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
-from reactgraph.transport import LoopLocalClient, aiohttp_available, default_transport
+from reactgraph.transport import (
+    MOST_ENDED_BYTES,
+    EndedStream,
+    LoopLocalClient,
+    aiohttp_available,
+    default_transport,
+)
 from tests.fakes import FakeOpenAIServer
 
 
@@ -49,3 +56,49 @@ def test_bad_transport_settings_raise() -> None:
         chat_model("m", base_url="http://127.0.0.1:9/v1", transport="curl")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="concurrency"):
         chat_model("m", base_url="http://127.0.0.1:9/v1", concurrency=0)
+
+
+class Body:
+    """A response body as the HTTP library hands it over: its chunks, what was read of them,
+    and whether it was closed (its connection released)."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks, self.read, self.closed = list(chunks), 0, False
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.chunks:
+            self.read += 1
+            yield chunk
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_stream_closed_before_its_done_is_closed_unread() -> None:
+    body = Body(b"data: {}\n\n", b"data: [DONE]\n\n")
+    stream = EndedStream(body, "http://127.0.0.1:1")
+    assert next(iter(stream)) == b"data: {}\n\n"
+    stream.close()  # abandoned mid-way: the connection goes, and the server stops generating
+    assert body.closed and body.read == 1
+
+
+@pytest.mark.parametrize("split", [0, 5, 9])
+def test_a_stream_closed_at_its_done_has_its_end_read_first(split: int) -> None:
+    done = b"data: [DONE]\n\n"
+    body = Body(b"data: {}\n\n" + done[:split], done[split : split + 2], done[split + 2 :], b"")
+    stream = EndedStream(body, "http://127.0.0.1:1")
+    seen = b""
+    for chunk in stream:
+        seen += chunk
+        if b"[DONE]" in seen:
+            break  # as the SDK's sync stream stops
+    stream.close()
+    assert body.closed and body.read == 4  # the end read: the connection goes back to the pool
+
+
+def test_more_than_an_end_after_done_is_not_read() -> None:
+    body = Body(b"data: [DONE]\n\n", *[b"x" * 4096] * 100)
+    stream = EndedStream(body, "http://127.0.0.1:1")
+    next(iter(stream))
+    stream.close()
+    assert body.closed and body.read == 1 + MOST_ENDED_BYTES // 4096 + 1
