@@ -611,6 +611,22 @@ Answer = str | Fault | Hang | Trickle | Raw | Call | Calls | EmptyStream | Unstr
 ServerReply = Answer | Callable[[dict[str, Any]], Answer]
 
 
+class Body:
+    """A streamed response body as the HTTP library hands it to the transport: its chunks, how
+    many were read, and whether it was closed (its connection released)."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks, self.read, self.closed = list(chunks), 0, False
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.chunks:
+            self.read += 1
+            yield chunk
+
+    def close(self) -> None:
+        self.closed = True
+
+
 class FakeOpenAIServer:
     """``POST /v1/chat/completions`` on 127.0.0.1, scripted per test: it honours ``stop`` as
     providers do (or ignores it), reports ``usage``, streams server-sent events when asked (with

@@ -4,7 +4,6 @@ event loop, so a model works from any number of asyncio.run calls."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import openai
 import pytest
@@ -18,7 +17,7 @@ from reactgraph.transport import (
     aiohttp_available,
     default_transport,
 )
-from tests.fakes import FakeOpenAIServer
+from tests.fakes import Body, FakeOpenAIServer
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
@@ -56,22 +55,6 @@ def test_bad_transport_settings_raise() -> None:
         chat_model("m", base_url="http://127.0.0.1:9/v1", transport="curl")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="concurrency"):
         chat_model("m", base_url="http://127.0.0.1:9/v1", concurrency=0)
-
-
-class Body:
-    """A response body as the HTTP library hands it over: its chunks, what was read of them,
-    and whether it was closed (its connection released)."""
-
-    def __init__(self, *chunks: bytes) -> None:
-        self.chunks, self.read, self.closed = list(chunks), 0, False
-
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self.chunks:
-            self.read += 1
-            yield chunk
-
-    def close(self) -> None:
-        self.closed = True
 
 
 def test_a_stream_closed_before_its_done_is_closed_unread() -> None:
