@@ -56,7 +56,9 @@ def connection_limits(concurrency: int) -> Any:
     return limits_type(max_connections=size, max_keepalive_connections=size)
 
 
-DONE = b"data: [DONE]"
+# The last event, at the start of a line: a reply's own text, JSON in an event, has no raw
+# line break, so "data: [DONE]" inside it is never taken for the end.
+DONE_EVENTS = (b"\ndata: [DONE]", b"\ndata:[DONE]")
 END_WAIT_S = 0.1  # as the SDK's async stream waits for the end of a body after [DONE]
 MOST_ENDED_BYTES = 65536  # more after [DONE] than an end: the connection is closed instead
 MOST_SLOW_SERVERS = 256
@@ -86,14 +88,15 @@ class EndedStream:
         self._stream = stream
         self._chunks: Iterator[bytes] = iter(stream)
         self._server = server
-        self._tail = b""
+        self._tail = b"\n"  # the body's start is a line's
         self._done = self._ended = False
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._chunks:
             if not self._done:
                 seen = self._tail + chunk
-                self._done, self._tail = DONE in seen, seen[-len(DONE) :]
+                self._done = any(done in seen for done in DONE_EVENTS)
+                self._tail = seen[-len(DONE_EVENTS[0]) :]
             yield chunk
         self._ended = True
 

@@ -65,9 +65,11 @@ def test_a_stream_closed_before_its_done_is_closed_unread() -> None:
     assert body.closed and body.read == 1
 
 
-@pytest.mark.parametrize("split", [0, 5, 9])
-def test_a_stream_closed_at_its_done_has_its_end_read_first(split: int) -> None:
-    done = b"data: [DONE]\n\n"
+SPACED, UNSPACED = b"data: [DONE]\n\n", b"data:[DONE]\n\n"
+
+
+@pytest.mark.parametrize(("done", "split"), [(SPACED, 0), (SPACED, 5), (SPACED, 9), (UNSPACED, 5)])
+def test_a_stream_closed_at_its_done_has_its_end_read_first(done: bytes, split: int) -> None:
     body = Body(b"data: {}\n\n" + done[:split], done[split : split + 2], done[split + 2 :], b"")
     stream = EndedStream(body, "http://127.0.0.1:1")
     seen = b""
@@ -85,3 +87,12 @@ def test_more_than_an_end_after_done_is_not_read() -> None:
     next(iter(stream))
     stream.close()
     assert body.closed and body.read == 1 + MOST_ENDED_BYTES // 4096 + 1
+
+
+def test_done_in_a_reply_s_text_is_not_its_end() -> None:
+    said = b'data: {"choices": [{"delta": {"content": "data: [DONE]"}}]}\n\n'
+    body = Body(said, b"data: {}\n\n", b"data: [DONE]\n\n")
+    stream = EndedStream(body, "http://127.0.0.1:1")
+    next(iter(stream))
+    stream.close()  # abandoned after that text: closed unread, the server stops generating
+    assert body.closed and body.read == 1
