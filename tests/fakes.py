@@ -1020,7 +1020,8 @@ def dying_graph() -> Any:
 def probe_graph() -> Any:
     """A graph whose answer says what its worker process was given: whether the model client
     was imported before the graph was built (the fork server's preload), and the value of
-    ``REACTGRAPH_PROBE`` in its environment when it answers."""
+    ``REACTGRAPH_PROBE`` in its environment when it answers. With ``REACTGRAPH_PROBE_GATE``
+    (a folder), each answer waits for a second worker, so that both take part."""
     import os
     import sys
 
@@ -1030,6 +1031,12 @@ def probe_graph() -> Any:
 
     def reply(messages: Sequence[BaseMessage]) -> str:
         probe = os.environ.get("REACTGRAPH_PROBE", "unset")
+        gate = os.environ.get("REACTGRAPH_PROBE_GATE")
+        if gate:  # a folder: answer once two workers have written their pids there
+            Path(gate, str(os.getpid())).touch()
+            waited_until = time.monotonic() + 60
+            while len(os.listdir(gate)) < 2 and time.monotonic() < waited_until:
+                time.sleep(0.01)
         return f"Final Answer: preloaded={preloaded} probe={probe} pid={os.getpid()}"
 
     return build_graph("transcript", model=ScriptedChatModel(replies=[reply] * 100), tools=[])

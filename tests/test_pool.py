@@ -51,14 +51,20 @@ def test_a_ctrl_c_never_reaches_a_worker_and_the_callers_stays_as_it_was() -> No
 
 
 def test_workers_start_preloaded_with_the_environment_of_their_start(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Workers fork from one server that imported the model client once; each is given the
     environment as it is when it starts, not as it was when the server started."""
     questions = [f"q{i}" for i in range(4)]
+    # Each batch's first answer waits for its second worker (else the first worker to start
+    # could answer all four before the other has started).
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
     monkeypatch.setenv("REACTGRAPH_PROBE", "first")
+    monkeypatch.setenv("REACTGRAPH_PROBE_GATE", str(tmp_path / "first"))
     first = list(run_processes(probe_graph, questions, workers=2, concurrency=2))
     monkeypatch.setenv("REACTGRAPH_PROBE", "second")  # the server runs on from the first batch
+    monkeypatch.setenv("REACTGRAPH_PROBE_GATE", str(tmp_path / "second"))
     second = list(run_processes(probe_graph, questions, workers=2, concurrency=2))
     for batch, probe in ((first, "first"), (second, "second")):
         answers = [r["answer"] or "" for r in batch]
