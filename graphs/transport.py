@@ -33,6 +33,7 @@ import openai
 
 from reactgraph import eventstream
 from reactgraph.nodes.calling import deadlines
+from reactgraph.nodes.loop.deps import remembered
 
 logger = logging.getLogger(__name__)
 
@@ -120,9 +121,7 @@ class EndedStream:
             ending.result(END_WAIT_S)
         except concurrent.futures.TimeoutError:
             with _slow_lock:
-                _slow[self._server] = None
-                while len(_slow) > MOST_SLOW_SERVERS:
-                    del _slow[next(iter(_slow))]
+                remembered(_slow, self._server, None, MOST_SLOW_SERVERS)
             logger.warning(
                 "%s did not end a streamed reply within %g s of its [DONE]: its streamed replies "
                 "are closed at [DONE] from now on (a new connection for each)",
