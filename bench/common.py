@@ -98,7 +98,8 @@ def prebuilt_agent(model: BaseChatModel, tools: list[Any], **kwargs: Any) -> Any
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from langgraph.prebuilt import create_react_agent
-    return create_react_agent(model, tools, **kwargs)
+
+        return create_react_agent(model, tools, **kwargs)
 
 
 @contextlib.contextmanager
