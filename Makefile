@@ -8,6 +8,9 @@ BASE := $(VENV)/.base
 # Plus the test tools and pygraphviz (about a minute more); Ray and Playwright only for the
 # targets that use them.
 STAMP := $(VENV)/.installed
+# The BFCL data (`reactgraph eval --bench bfcl`), without its dependencies (its model handlers).
+BFCL_EVAL := bfcl-eval==2026.3.23
+BFCL := $(VENV)/.bfcl
 RAY := $(VENV)/.ray
 BROWSER := $(VENV)/.browser
 NOTEBOOKS := $(VENV)/.notebooks
@@ -19,12 +22,6 @@ TEST_WORKERS ?= 6
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
 # The kill and Ctrl-C tests compute more than they wait (each starts processes): one per core.
 KILL_WORKERS ?= auto
-SHARED_TIKTOKEN := $(abspath ../shared/tiktoken-cache)
-
-# tiktoken cannot download encodings on machines without internet; use the shared cache there.
-ifneq ($(wildcard $(SHARED_TIKTOKEN)),)
-export TIKTOKEN_CACHE_DIR ?= $(SHARED_TIKTOKEN)
-endif
 
 .PHONY: demo test docs typecheck test-quick test-servers test-kills test-browser test-cluster test-traces test-real-model test-timing bench bench-real-model drawings format notebooks
 
@@ -45,8 +42,15 @@ $(BASE): pyproject.toml | $(PYTHON)
 	touch $(BASE)
 
 $(STAMP): $(BASE)
-	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,bfcl]"
+	$(PYTHON) -m pip install --quiet --no-deps "$(BFCL_EVAL)"
 	touch $(STAMP)
+
+# Alone, for a venv made before: the bfcl extra and the data without its dependencies.
+$(BFCL): $(BASE)
+	$(PYTHON) -m pip install --quiet -e ".[bfcl]"
+	$(PYTHON) -m pip install --quiet --no-deps "$(BFCL_EVAL)"
+	touch $(BFCL)
 
 $(RAY): $(STAMP)
 	$(PYTHON) -m pip install --quiet -e ".[dev,bench,draw,ray]"
@@ -144,12 +148,13 @@ endif
 	touch $(REAL_STAMP)
 
 test-real-model: $(REAL_STAMP)
-	REACTGRAPH_REAL_MODEL=1 $(PYTHON) -m pytest tests/test_real_model.py tests/test_real_model_tools.py
+	REACTGRAPH_REAL_MODEL=1 $(PYTHON) -m pytest tests/test_real_model.py tests/test_real_model_tools.py tests/test_real_model_bfcl.py
 
 bench-real-model: $(REAL_STAMP)
 	$(PYTHON) bench/real_model.py
 	$(PYTHON) bench/llama_throughput.py
 	$(PYTHON) bench/constrained.py
+	$(PYTHON) bench/ladder.py
 
 bench: $(RAY)
 	$(PYTHON) bench/bench.py

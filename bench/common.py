@@ -4,10 +4,12 @@ and the way a figure and its goal are printed."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import statistics
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -20,6 +22,8 @@ from langchain_core.tools import tool
 from pydantic import PrivateAttr
 
 BENCH = Path(__file__).resolve().parent
+PYTHON = sys.executable
+SCRIPT = Path(PYTHON).with_name("reactgraph")
 QUESTION = "What do the echoes say?"
 LONG_QUESTION = "Summarise every page."  # the runs over 2,000-character pages
 PAGE_CHARS = 2000
@@ -138,3 +142,34 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
 
 def mb(size: float) -> str:
     return f"{size / 1e6:.2f} MB"
+
+
+def reactgraph(*args: str) -> list[str]:
+    """The installed console script, as a person runs it (else ``python -m``)."""
+    if SCRIPT.exists():
+        return [str(SCRIPT), *args]
+    return [PYTHON, "-m", "reactgraph.app.cli", *args]
+
+
+def timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> float:
+    """The wall seconds of one run of the command ``argv`` in ``cwd``; an exit code not in
+    ``ok`` is a failure of the bench."""
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, cwd=cwd, env=os.environ.copy())
+    elapsed = time.perf_counter() - started
+    if done.returncode not in ok:
+        raise RuntimeError(f"{argv} failed: {done.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def command_medians(
+    contenders: dict[str, list[str]], rounds: int, cwd: Path, ok: tuple[int, ...]
+) -> tuple[dict[str, float], float]:
+    """Each command's median wall ms over ``rounds`` rounds (3 at least, the commands taking
+    turns), and the median of ``python -c pass`` (a contender) to compare them with."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(max(rounds, 3)):
+        for name, argv in contenders.items():
+            times[name].append(timed(argv, cwd, ok))
+    medians = {name: median_ms(samples) for name, samples in times.items()}
+    return medians, medians["python -c pass"]

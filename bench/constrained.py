@@ -11,30 +11,18 @@ The figures, with the date and machine, are in docs/constrained-decoding.md.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
 import sys
-import tempfile
 import time
 from collections import Counter
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from smallmodel import CAP, arguments, measured_on, per_question, small_model
 
-from reactgraph import build_graph  # noqa: E402
-from reactgraph.app.eval.score import score_answer  # noqa: E402
-from reactgraph.models import chat_model  # noqa: E402
-from reactgraph.tools import calculator, search_tools  # noqa: E402
-from reactgraph.variants import REGISTRY  # noqa: E402
-from tests.llama_server import ALIAS, LlamaServer  # noqa: E402
+from reactgraph import build_graph
+from reactgraph.app.eval.score import score_answer
+from reactgraph.tools import calculator, search_tools
+from reactgraph.variants import REGISTRY
 
-QUESTIONS = ROOT / "graphs/app/eval/bundled.jsonl"
-CAP = 64
 MODES = ("off", "gbnf")
 
 
@@ -57,31 +45,17 @@ def measure(graph: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "unreadable": unreadable,
         "corrective": corrective,
-        "statuses": ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
-        "em": em / n,
         "tokens": tokens / n,
-        "seconds": (time.perf_counter() - started) / n,
+        **per_question(statuses, em, n, started),
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--questions", type=int, default=38, help="the first N bundled ones")
-    parser.add_argument("--max-turns", type=int, default=4)
-    parser.add_argument("--variants", default=",".join(REGISTRY))
-    args = parser.parse_args()
-    lines = QUESTIONS.read_text().splitlines()[: args.questions]
-    questions = [json.loads(line) for line in lines]
-    log = Path(tempfile.mkdtemp(prefix="bench-llama-")) / "server.log"
-    server = LlamaServer(log, threads=1, interrupt=False).start()
+    args, questions = arguments(__doc__, "--variants", ",".join(REGISTRY))
     rows = []
-    try:
+    with small_model() as model:
         for variant in args.variants.split(","):
             for mode in MODES:
-                # Not streamed: llama-cpp-python's server reports usage only then.
-                model = chat_model(
-                    ALIAS, base_url=server.url, timeout=600, temperature=0, stream=False
-                )
                 settings: dict[str, Any] = {
                     "max_turns": args.max_turns,
                     "max_completion_tokens": CAP,
@@ -98,14 +72,9 @@ def main() -> None:
                 row = measure(graph, questions)
                 rows.append((variant, mode, row))
                 print(variant, mode, row, file=sys.stderr, flush=True)
-    finally:
-        server.stop()
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(
-        f"{when}; {platform.node()} ({platform.machine()}, {os.cpu_count()} cores, shared); "
-        f"SmolLM2-135M-Instruct Q4_1 on llama-cpp-python 0.3.36's server, 1 thread, "
-        f"temperature 0; the first {len(questions)} bundled questions, text format, "
-        f"max_turns={args.max_turns}, max_completion_tokens={CAP}\n"
+        f"{measured_on(questions)}text format, max_turns={args.max_turns}, "
+        f"max_completion_tokens={CAP}\n"
     )
     print(
         "| variant | constrained_decoding | unreadable replies | corrective Observations | "

@@ -8,40 +8,19 @@ are medians over the rounds. The goal: ``--version`` and every ``--help`` within
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from common import median_ms, table, verdict
+from common import PYTHON, command_medians, reactgraph, table, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes import demo_db  # noqa: E402  (a database holding the offline demo's run)
 
-PYTHON = sys.executable
-SCRIPT = Path(PYTHON).with_name("reactgraph")
 COMMANDS = ("ask", "resume", "show", "threads", "batch", "prune", "eval", "graph", "demo")
 HELP_GOAL = 3.0
-
-
-def reactgraph(*args: str) -> list[str]:
-    """The installed console script, as a person runs it (else ``python -m``)."""
-    if SCRIPT.exists():
-        return [str(SCRIPT), *args]
-    return [PYTHON, "-m", "reactgraph.app.cli", *args]
-
-
-def timed(argv: list[str], cwd: Path) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, cwd=cwd, env=os.environ.copy())
-    elapsed = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"{argv} failed: {done.stderr.decode()[-500:]}")
-    return elapsed
 
 
 def bench_startup(repeats: int) -> None:
@@ -57,14 +36,9 @@ def bench_startup(repeats: int) -> None:
         "reactgraph threads": reactgraph("threads", "--db", db),
         "reactgraph show t1": reactgraph("show", "t1", "--db", db),
     }
-    times: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(max(repeats, 3)):
-        for name, argv in contenders.items():
-            times[name].append(timed(argv, folder))
-    base = median_ms(times["python -c pass"])
+    medians, base = command_medians(contenders, repeats, folder, (0, 1))
     rows = []
-    for name, samples in times.items():
-        ms = median_ms(samples)
+    for name, ms in medians.items():
         goal = "" if "--" not in name else verdict(ms <= HELP_GOAL * base)
         rows.append((name, f"{ms:.0f}", f"{ms / base:.1f}x", goal))
     table(("command", "ms", "x python -c pass", f"within {HELP_GOAL:g}x"), rows)

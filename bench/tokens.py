@@ -86,7 +86,7 @@ def bench_prompt_tokens(repeats: int) -> None:
 def bench_compaction(repeats: int) -> None:
     import tiktoken
 
-    from reactgraph.nodes.features import compaction
+    from reactgraph.nodes.loop import compaction
 
     print("## Compaction: the token check before each call as the run grows\n")
     timings: list[float] = []

@@ -1,4 +1,4 @@
-"""The one assembly: any ``Variant`` becomes a graph here, and every router and edge lives here.
+"""The one assembly: any ``Variant`` becomes a graph here, with the loop's middleware in order.
 
     START -> start_run -> [once-per-run steps] -> [every-turn steps] -> call_model
           -> parse_reply -+-> END                        (final answer, stuck)
@@ -6,208 +6,83 @@
                           +-> run_tool | <action> -+-> first every-turn step, else call_model
                                                    +-> force_answer | stop_run -> END   (cap)
 
-``approve_action`` is reached only for an Action of a tool the run's ``approve`` setting names;
-a response or a refusal completes the turn there, as a tool's Observation would.
+``approve_action`` is reached only for an Action the approval gate holds (a tool the run's
+``approve`` setting names); a response or a refusal completes the turn there, as a tool's
+Observation would.
 
-Every node's update passes through ``budgets.account`` (the run's spend: tokens, cost, the
-node's wall time, tool calls): a spent run budget sets ``budget_exhausted``, and every router
-after a node ends the run on a status, so no further model call or tool runs.
+Every node runs through the loop's middleware (``loop_middleware``: the list below is the one
+place the loop's features are named), so every node's update is settled by the budgets (a
+spent run budget sets ``budget_exhausted``) and every router after a node ends the run on a
+status: no further model call or tool runs.
 
 A node with several possible next nodes returns ``Command(update, goto)``: its router runs in
-the same step, on the state as the node's update leaves it, which spares LangGraph a superstep
-of edge evaluation per node. The destinations are declared, so drawings and Studio still show
-every exit as a conditional edge.
+the same step (``reactgraph.nodes.loop.shell``). The destinations are declared, so drawings
+and Studio still show every exit as a conditional edge.
 """
 
 from __future__ import annotations
 
-import itertools
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
-from types import GeneratorType
-from typing import Any, Literal
+from typing import Any
 
-from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import get_runtime
-from langgraph.types import Command
 
-from reactgraph.nodes.calling.model import call_model, force_answer
-from reactgraph.nodes.chatview.chat import chat_update
-from reactgraph.nodes.features import tracing
-from reactgraph.nodes.features.budgets import account, over_limit
-from reactgraph.nodes.features.history import records_update
-from reactgraph.nodes.loop.control import parse_reply, start_run, stop_run, turn_cap_reached
-from reactgraph.nodes.loop.deps import Deps, model_name
-from reactgraph.nodes.loop.effects import adrive, drive
-from reactgraph.nodes.loop.state import InputState, State
-from reactgraph.nodes.running.approval import approve_action, needs_approval, runs_tool
-from reactgraph.nodes.running.tool_runs import run_tool
-from reactgraph.spec import Body, Variant
-
-Router = Callable[[Mapping[str, Any]], str]
-# Channels whose updates are appended to what the state holds.
-_APPENDED = ("turns", "compactions", "messages")
-
-
-class _Joined(Sequence[Any]):
-    """The state's list with a node's appended items, without copying either."""
-
-    def __init__(self, head: Sequence[Any], tail: Sequence[Any]) -> None:
-        self._head, self._tail = head, tail
-
-    def __len__(self) -> int:
-        return len(self._head) + len(self._tail)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return list(itertools.chain(self._head, self._tail))[index]
-        if index < 0:
-            index += len(self)
-        if index < len(self._head):
-            return self._head[index]
-        return self._tail[index - len(self._head)]
-
-    def __iter__(self) -> Iterator[Any]:
-        return itertools.chain(self._head, self._tail)
+from reactgraph.nodes.calling.providers import model_name
+from reactgraph.nodes.loop.acting import run_tool
+from reactgraph.nodes.loop.control import begin_run, parse_reply, stop_run
+from reactgraph.nodes.loop.deps import Deps
+from reactgraph.nodes.loop.model import call_model, force_answer
+from reactgraph.nodes.loop.routing import (
+    route_after_approve_action,
+    route_after_parse_reply,
+    route_after_step,
+    route_after_turn,
+)
+from reactgraph.nodes.loop.shell import Body, Node
+from reactgraph.nodes.middleware.approval import ApprovalGate, approve_action
+from reactgraph.nodes.middleware.budgets import Budgets
+from reactgraph.nodes.middleware.caching import PromptCache
+from reactgraph.nodes.middleware.conversation import Conversation
+from reactgraph.nodes.middleware.decoding import Decoding
+from reactgraph.nodes.middleware.ladder import Ladder
+from reactgraph.nodes.middleware.seam import Chain, Middleware
+from reactgraph.nodes.middleware.tracing import Tracing
+from reactgraph.nodes.vocabulary.state import InputState, State
+from reactgraph.spec import Variant
 
 
-def after(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """The state as a node's update leaves it, for that node's router."""
-    merged = {**state, **update}
-    for key in _APPENDED:
-        if isinstance(update.get(key), list | tuple):
-            merged[key] = _Joined(state.get(key) or [], list(update[key]))
-    return merged
-
-
-class Node(Runnable[State, Any]):
-    """A node body with its sync and async shells (``invoke`` drives its effects blocking,
-    ``ainvoke`` awaits them) and, when it has several exits, its router."""
-
-    def __init__(self, name: str, body: Body, deps: Deps, route: Router | None = None) -> None:
-        self.name = name
-        self._node = name  # ``name`` as Runnable types it may be None
-        self._body, self._deps, self._route = body, deps, route
-
-    @property
-    def deps(self) -> Deps:
-        """What the node's body is given: the graph's tools, model and settings."""
-        return self._deps
-
-    def _done(self, state: State, update: dict[str, Any], seconds: float) -> Any:
-        settings = self._deps.run_settings({**state, **update})
-        update = account(state, update, seconds, settings, self._deps.tools)
-        chat = chat_update(state, update, self._deps.tools)
-        if chat:
-            update = {**update, "messages": chat}
-        records = records_update(state, update)
-        if records:  # a run's start or end: its record in the thread's conversation
-            update = {**update, "earlier_runs": records}
-        if self._route is None:
-            return update
-        return Command(update=update, goto=self._route(after(state, update)))
-
-    def _model(self, state: Mapping[str, Any]) -> str | None:
-        return self._deps.run_settings(state).model_name or model_name(self._deps.model)
-
-    def _timeout(self, state: Mapping[str, Any]) -> float:
-        return float(self._deps.run_settings(state).tool_timeout)
-
-    def _traced(self, state: State, update: dict[str, Any]) -> dict[str, Any]:
-        """The update after the traces' hook (start_run's keeps the run's trace context)."""
-        if not tracing.enabled() and not state.get("trace"):
-            return update
-        return tracing.node_done(
-            self._node,
-            state,
-            update,
-            lambda: after(state, update),
-            self._deps.variant,
-            self._model(state),
-            self._timeout,
-        )
-
-    def invoke(self, input: State, config: RunnableConfig | None = None, **_: Any) -> Any:
-        started = time.perf_counter()  # the node's wall time counts toward max_run_seconds
-        tracing.node_entered(self._node, input, self._deps.variant, None)
-        try:
-            result = self._body(input, config or {}, self._deps)
-            update = drive(result) if isinstance(result, GeneratorType) else result
-        except BaseException as error:
-            tracing.node_failed(self._node, input, error)
-            raise
-        return self._done(input, self._traced(input, update), time.perf_counter() - started)
-
-    async def ainvoke(self, input: State, config: RunnableConfig | None = None, **_: Any) -> Any:
-        started = time.perf_counter()
-        tracing.node_entered(self._node, input, self._deps.variant, None)
-        try:
-            result = self._body(input, config or {}, self._deps)
-            update = await adrive(result) if isinstance(result, GeneratorType) else result
-        except BaseException as error:
-            tracing.node_failed(self._node, input, error)
-            raise
-        return self._done(input, self._traced(input, update), time.perf_counter() - started)
-
-
-# --- The routers: pure functions of the state after the node, returning node names. ---------
-
-
-def route_after_step(after: Mapping[str, Any], next_node: str) -> Literal["__end__"] | str:
-    """After a step in front of the model call: end when it ended the run (compaction's
-    context_exhausted, a spent run budget), or go on."""
-    return END if after.get("status") else next_node
-
-
-def route_after_parse_reply(
-    after: Mapping[str, Any], actions: frozenset[str], tools: frozenset[str], deps: Deps
-) -> Literal["run_tool", "approve_action", "__end__"] | str:
-    """End on a final answer or when stuck; a variant's own action goes to its node; a tool
-    the run's ``approve`` setting names waits for a person first; anything else (a tool call or
-    an unreadable reply) completes the turn in run_tool."""
-    if after.get("status"):
-        return END
-    parsed = after["parsed"]
-    if parsed["kind"] == "action" and parsed["action"] in actions:
-        return str(parsed["action"])
-    settings = deps.run_settings(after)
-    if needs_approval(after, tools, settings) and not over_limit(
-        after, settings, after["parsed"]["action"]
-    ):
-        return "approve_action"  # a call past its tool's limit is refused unasked, in run_tool
-    return "run_tool"
-
-
-def route_after_approve_action(
-    after: Mapping[str, Any], at_cap: str, loop: str, deps: Deps
-) -> Literal["run_tool", "force_answer", "stop_run", "__end__"] | str:
-    """Approved or edited: the tool runs; answered or refused by the person: the turn is
-    complete, as after any other turn (a run budget spent: the run ends)."""
-    if after.get("status"):
-        return END
-    if runs_tool(after):
-        return "run_tool"
-    return route_after_turn(after, at_cap, loop, deps)
-
-
-def route_after_turn(
-    after: Mapping[str, Any], at_cap: str, loop: str, deps: Deps
-) -> Literal["force_answer", "stop_run", "__end__"] | str:
-    """After a completed turn: the end once a run budget is spent, the cap exit once
-    ``max_turns`` turns are done, else round again."""
-    if after.get("status"):
-        return END
-    return at_cap if turn_cap_reached(after, deps.run_settings(after)) else loop
-
-
-def start_with_context(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:
-    """start_run with the run's settings: the built values under the run's context (already
-    checked: the context is the graph's own schema, built from the caller's mapping)."""
-    context = get_runtime().context
-    chosen: dict[str, Any] = vars(context) if context is not None else {}
-    return start_run(state, config, deps, deps.settings.over(chosen))
+def loop_middleware(
+    variant: str,
+    model: Any,
+    tools: Sequence[str],
+    application: Sequence[Middleware] = (),
+    ladder: Ladder | None = None,
+) -> Chain:
+    """The loop's middleware, outermost first. The application's sits after the conversation's
+    records and before the loop's own wrappers, so every call its handlers make passes through
+    all of them: the approval check, the model ladder, the grammar, the prefix-cache hint, the
+    budgets (each actual
+    call counted), the traces (one span per actual call). ``before_*`` hooks run in this order,
+    ``after_*`` ones (the settling and recording of each node's update too) in reverse: the
+    budgets settle a node's spend first, the ladder then moves up on what the node's update
+    says (a stuck ending, unusable replies), the traces and the conversation record the run as
+    it stands. The ladder (``escalate_to``; absent without it) sees a model call's fault after
+    the provider's retries and an application's middleware (a fallback) sees its last rung's;
+    the grammar, the budgets and the traces inside it constrain, count and trace every rung's
+    call."""
+    return Chain(
+        [
+            Conversation(),  # each run's record on the thread (history_runs)
+            *application,  # the application's, in its own order
+            ApprovalGate(tools),  # an Action waits for a person; no undecided call runs
+            *([ladder] if ladder is not None else []),  # the model ladder (escalate_to)
+            Decoding(),  # the grammar, or the tools bound strict (constrained_decoding)
+            PromptCache(),  # the prefix-cache hint a server takes (prompt_cache_key, cache_prompt)
+            Budgets(tools),  # the spend, the limits, the time left, the stop
+            Tracing(variant, model_name(model), tools),  # OpenTelemetry spans and events
+        ]
+    )
 
 
 # The node each cap exit names.
@@ -223,7 +98,7 @@ def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
     actions = frozenset(a.name for a in variant.actions)
     chain = ["start_run", *(s.name for s in (*once, *looped)), "call_model"]
 
-    builder.add_node("start_run", Node("start_run", start_with_context, deps))
+    builder.add_node("start_run", Node("start_run", begin_run, deps))
     for step, next_node in zip((*once, *looped), chain[2:], strict=True):
         # Any step may end the run: its own way (can_end), or by spending a run budget.
         route = partial(route_after_step, next_node=next_node)
@@ -234,9 +109,7 @@ def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
     builder.add_node("call_model", Node("call_model", call_model, deps))
     builder.add_edge("call_model", "parse_reply")
 
-    parse_route = partial(
-        route_after_parse_reply, actions=actions, tools=frozenset(deps.tools), deps=deps
-    )
+    parse_route = partial(route_after_parse_reply, actions=actions, deps=deps)
     builder.add_node(
         "parse_reply",
         Node("parse_reply", parse_reply, deps, parse_route),

@@ -7,14 +7,14 @@ import contextlib
 import functools
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NotRequired
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from reactgraph.nodes.loop.standing import AWAITING, status_of
+from reactgraph.nodes.vocabulary.standing import AWAITING, status_of
 
 if TYPE_CHECKING:
     from reactgraph.app.engines import Engine
@@ -40,10 +40,29 @@ class BatchResult(TypedDict):
     """Prompt plus completion tokens of every model call (summaries and forced answer too)."""
     cost: float | None
     """Their cost at the run's ``token_prices``; None without prices."""
+    cache_read_tokens: int
+    """Of the prompt tokens, those the provider read from its prefix cache."""
     tool_calls: dict[str, int]
     """Tool name to the calls of it that ran."""
     budget: dict[str, Any] | None
     """Which run budget ended the run (``budget_exhausted``), and what was spent; else None."""
+    escalations: NotRequired[list[dict[str, Any]]]
+    """A run with a model ladder (``escalate_to``): where it moved up (turn, models, reason);
+    absent without a ladder."""
+    by_model: NotRequired[dict[str, Any]]
+    """A run with a model ladder: its tokens and cost by model (``usage["by_model"]``)."""
+
+
+def _status_of(state: Mapping[str, Any]) -> str | None:
+    """A final state's ``status``; ``awaiting_approval`` for a run stopped at an interrupt."""
+    return state.get("status") or (AWAITING if state.get("__interrupt__") else None)
+
+
+def _tokens(usage: Mapping[str, Any], turns: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """A run's prompt and completion tokens: its ``usage``, else the sum over its turns."""
+    prompt = usage.get("prompt_tokens", sum(t["prompt_tokens"] for t in turns))
+    completion = usage.get("completion_tokens", sum(t["completion_tokens"] for t in turns))
+    return prompt, completion
 
 
 def result_of(
@@ -56,18 +75,17 @@ def result_of(
 ) -> BatchResult:
     """A run's outcome from its final state (``out``), or from the error that stopped it; a
     run stopped for a person's approval (``__interrupt__``) is ``awaiting_approval``."""
-    turns = (out or {}).get("turns") or []
-    status = (out or {}).get("status") or (AWAITING if (out or {}).get("__interrupt__") else None)
-    usage = (out or {}).get("usage") or {}
-    prompt = usage.get("prompt_tokens", sum(t["prompt_tokens"] for t in turns))
-    completion = usage.get("completion_tokens", sum(t["completion_tokens"] for t in turns))
-    return BatchResult(
+    state = out or {}
+    turns = state.get("turns") or []
+    usage = state.get("usage") or {}
+    prompt, completion = _tokens(usage, turns)
+    result = BatchResult(
         index=index,
         question=question,
         thread_id=thread_id,
-        answer=(out or {}).get("answer"),
-        structured_answer=(out or {}).get("structured_answer"),
-        status=status,
+        answer=state.get("answer"),
+        structured_answer=state.get("structured_answer"),
+        status=_status_of(state),
         turns=len(turns),
         prompt_tokens=prompt,
         completion_tokens=completion,
@@ -75,9 +93,14 @@ def result_of(
         error=None if error is None else f"{type(error).__name__}: {error}",
         total_tokens=prompt + completion,
         cost=usage.get("cost"),
+        cache_read_tokens=int(usage.get("cache_read_tokens") or 0),
         tool_calls=dict(usage.get("tool_calls") or {}),
-        budget=(out or {}).get("budget") or None,
+        budget=state.get("budget") or None,
     )
+    if "by_model" in usage:  # a model ladder: where the run moved up, and each model's spend
+        result["escalations"] = list(state.get("escalations") or [])
+        result["by_model"] = dict(usage["by_model"])
+    return result
 
 
 async def run_one(
@@ -85,7 +108,7 @@ async def run_one(
 ) -> BatchResult:
     """One question on its own thread; a run that raises gives a result with ``error`` set.
     A thread a killed run of this same question left interrupted is resumed, not started again
-    (with a checkpointer; ``reactgraph.nodes.loop.standing`` decides)."""
+    (with a checkpointer; ``reactgraph.nodes.vocabulary.standing`` decides)."""
     started = time.perf_counter()
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     try:

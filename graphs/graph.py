@@ -2,41 +2,54 @@
 checked before anything is stored, and writes made durable by default.
 
 ``invoke``/``ainvoke`` go through ``stream``/``astream``, so checking there covers every way to
-run the graph, including the LangGraph server's.
+run the graph, including the LangGraph server's. Its history read (``get_state_history``, which
+the LangGraph server's history endpoint calls) cut at a ``limit`` also holds the state in which
+each earlier question first appears, so a chat client's edit of an older question forks where
+that question's run started (``reactgraph.nodes.chatview.edits``).
 
 Nothing but a decision runs an Action that waits for one. Of LangGraph's commands only a resume
 is taken: ``Command(goto=...)`` (which would run ``run_tool`` with no decision), ``update`` and
 ``graph`` raise ValueError, except ``Command(goto=END)`` alone (Agent Chat UI's "Mark as
 Resolved"), which changes nothing: the thread keeps waiting. On a thread with a checkpointer,
-the thread's standing is read first (``reactgraph.nodes.loop.standing``):
+the thread's standing is read first (``reactgraph.nodes.vocabulary.standing``):
 
 - a resume (``None``, ``Command(resume=...)``) of a thread with no checkpoint raises ValueError
   before anything is stored; a decision for a thread that waits for none raises too;
-- a new question (a chat client's message) on a thread that waits for a decision is that
-  decision when it is one of the terminal's words (``yes``/``y`` approve, ``no``/``n``
-  reject), else ValueError saying what the thread waits for: never a new run that drops the
-  waiting Action;
+- a new question on a thread that waits for a decision is that decision when it is one of the
+  terminal's words (``yes``/``y`` approve, ``no``/``n`` reject; a chat client's message keeps
+  the words in the turn's ``approval``, which the chat view shows); a chat client's other
+  message is an answer that could not be used, so the Action is asked about again, the request
+  quoting it (the client's approval card stays, saying why), and a ``question`` is refused with
+  ValueError saying what the thread waits for: never a new run that drops the waiting Action;
 - once ``MAX_UNUSABLE`` answers to one Action could not be used, a value that is no usable
   decision raises ValueError before it is stored: the values given are replayed at every
   resume, so their number is bounded, and the thread's cost stays flat.
+
+A state edit (``bulk_update_state`` and its kin) is checked too (``reactgraph.state_edits``), a
+fork that would replay an approved Action asks again (``reactgraph.forks``), and on a saver with
+its database's locks (``open_db``'s) a run or an edit holds the thread (``ThreadBusy``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command, StateSnapshot
+from langgraph.types import Command, StateSnapshot, StateUpdate
 
+from reactgraph import forks, state_edits
+from reactgraph.nodes.chatview import edits
 from reactgraph.nodes.chatview.questions import as_messages, content_parts, last_human, unread_note
-from reactgraph.nodes.loop.standing import status_of
-from reactgraph.nodes.loop.storable import unstorable
-from reactgraph.nodes.running import approval
+from reactgraph.nodes.middleware import approval
 from reactgraph.nodes.running.decisions import MAX_UNUSABLE, Malformed, check_resume, read_decision
+from reactgraph.nodes.vocabulary.effects import adrive, drive
+from reactgraph.nodes.vocabulary.standing import status_of
+from reactgraph.nodes.vocabulary.storable import unstorable
 
 # Each step's checkpoint is written before the next step starts, so a run killed at any point
 # resumes where it stopped ("async", LangGraph's default, can lose the last steps).
@@ -66,6 +79,8 @@ _CHECKPOINTER = "__pregel_checkpointer"
 # A chat message that is a decision: the terminal's words (``reactgraph.app.approving``) that
 # need nothing more.
 _CHAT_WORDS = {"y": "approve", "yes": "approve", "n": "reject", "no": "reject"}
+# The most of a chat message on a waiting thread kept with the decision (what the person said).
+MAX_SAID_CHARS = 200
 
 
 def _only_end(goto: Any) -> bool:
@@ -181,22 +196,30 @@ class ReactGraph(CompiledStateGraph):
                 )
             return input
         if isinstance(input, Mapping):
-            return self._chat_decision(_question_text(input), snapshot)
+            input = self._chat_decision(input, snapshot)
+            resume = input.resume
         if resume is not None and _unusable_so_far(saved, snapshot) >= MAX_UNUSABLE:
             self._check_usable(resume, config, snapshot)
         return input
 
-    def _chat_decision(self, text: str, snapshot: StateSnapshot) -> Command:
-        """A chat message on a thread that waits for a decision: the decision its word says,
+    def _chat_decision(self, input: Mapping[str, Any], snapshot: StateSnapshot) -> Command:
+        """A new question on a thread that waits for a decision (see the module's docstring):
+        the decision its word says; a chat client's other message, an answer asked about again;
         or ValueError saying what the thread waits for."""
-        word = _CHAT_WORDS.get(text.strip().rstrip(".!").strip().lower())
-        if word is None:
-            raise ValueError(
-                f"this thread waits for a decision on {_waiting_action(snapshot)}: answer yes "
-                f"to run it or no to refuse it (or approve, edit or reject it on its card); "
-                f"{text.strip()[:40]!r} was not taken as a new question"
-            )
-        return Command(resume={"decisions": [{"type": word}]})
+        text = _question_text(input)
+        said = " ".join(text.split())[:MAX_SAID_CHARS]
+        word = _CHAT_WORDS.get(said.rstrip(".!").strip().lower())
+        chat = input.get("question") is None  # a chat client's message, not an API question
+        if word is not None:
+            decision: dict[str, Any] = {"decisions": [{"type": word}]}
+            return Command(resume={**decision, "said": said} if chat else decision)
+        if chat:
+            return Command(resume=said)  # not a decision: the card asks again, quoting it
+        raise ValueError(
+            f"this thread waits for a decision on {_waiting_action(snapshot)}: answer yes "
+            f"to run it or no to refuse it (or approve, edit or reject it on its card); "
+            f"{said[:40]!r} was not taken as a new question"
+        )
 
     def _check_usable(self, value: Any, config: RunnableConfig, snapshot: StateSnapshot) -> None:
         """ValueError unless ``value`` is a decision the waiting Action can take."""
@@ -213,27 +236,130 @@ class ReactGraph(CompiledStateGraph):
                 f"taken now, and the thread keeps waiting. {error}"
             ) from None
 
-    def _standing(self, input: Any, config: RunnableConfig | None) -> Any:
+    def _standing(self, input: Any, config: RunnableConfig | None) -> tuple[Any, Any]:
+        """What to run, and from where (a fork that would replay a decision asks again:
+        ``reactgraph.forks``)."""
         saver = self._saver(config)
         if saver is None or config is None:
-            return input
+            return input, config
         saved = saver.get_tuple(config)
         snapshot = self.get_state(config) if saved is not None else None
-        return self._against(input, config, saved, snapshot)  # type: ignore[arg-type]
+        input = self._against(input, config, saved, snapshot)  # type: ignore[arg-type]
+        parsed = forks.decided_action(snapshot) if input is None and snapshot else None
+        if parsed is not None and forks.is_fork(config, saver.get_tuple(forks.newest(config))):
+            config = forks.from_fork(
+                config, super().bulk_update_state(forks.rooted(config), forks.ask_again(parsed))
+            )
+        return input, config
 
-    async def _astanding(self, input: Any, config: RunnableConfig | None) -> Any:
+    async def _astanding(self, input: Any, config: RunnableConfig | None) -> tuple[Any, Any]:
         saver = self._saver(config)
         if saver is None or config is None:
-            return input
+            return input, config
         saved = await saver.aget_tuple(config)
         snapshot = await self.aget_state(config) if saved is not None else None
-        return self._against(input, config, saved, snapshot)  # type: ignore[arg-type]
+        input = self._against(input, config, saved, snapshot)  # type: ignore[arg-type]
+        parsed = forks.decided_action(snapshot) if input is None and snapshot else None
+        if parsed is not None and forks.is_fork(
+            config, await saver.aget_tuple(forks.newest(config))
+        ):
+            written = await super().abulk_update_state(
+                forks.rooted(config), forks.ask_again(parsed)
+            )
+            config = forks.from_fork(config, written)
+        return input, config
+
+    def _hold(self, config: RunnableConfig | None, way: str = "hold") -> Any:
+        """Hold the thread while this process advances it (``ThreadBusy`` when another process
+        or thread does, as for the command line's ``resume``), where the checkpointer has its
+        database's locks (``open_db``'s ``thread_locks``); ``way="ahold"``: async."""
+        locks = getattr(self._saver(config), "thread_locks", None)
+        if locks is None or config is None:
+            return contextlib.nullcontext()
+        return getattr(locks, way)(str(config["configurable"]["thread_id"]))
+
+    def _edits(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]], *states: StateSnapshot
+    ) -> list[list[StateUpdate]]:
+        """A state edit checked (``reactgraph.state_edits``): the edited checkpoint's state and
+        the thread's newest, ``states``, neither waiting for a decision."""
+        thread = (config.get("configurable") or {}).get("thread_id")
+        for snapshot in states:
+            if state_edits.waits_at(snapshot):
+                raise state_edits.waiting_refusal(thread, snapshot)
+        for update in (update for step in supersteps for update in step):
+            if state_edits.is_input(update):
+                check_input(StateUpdate(*update).values)
+        return state_edits.checked_edits(supersteps, states[0])
+
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """LangGraph's state edit (``update_state`` too), checked first: never on a thread
+        that waits for a decision, never of the loop's own fields (``reactgraph.state_edits``)."""
+        with self._hold(config):
+            states = self.get_state(config), self.get_state(forks.newest(config))
+            return super().bulk_update_state(config, self._edits(config, supersteps, *states))
+
+    async def abulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """``bulk_update_state``, awaited (``aupdate_state`` too; the LangGraph server's
+        ``threads.update_state``)."""
+        async with self._hold(config, "ahold"):
+            states = await self.aget_state(config), await self.aget_state(forks.newest(config))
+            checked = self._edits(config, supersteps, *states)
+            return await super().abulk_update_state(config, checked)
+
+    def _history_saver(self, config: RunnableConfig) -> BaseCheckpointSaver | None:
+        saver = (config.get("configurable") or {}).get(_CHECKPOINTER) or self.checkpointer
+        return saver if isinstance(saver, BaseCheckpointSaver) else None
+
+    def get_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """LangGraph's history; a read cut at its ``limit`` also yields, after it, the state in
+        which each earlier question first appears, so a chat client edits the question it
+        means (``reactgraph.nodes.chatview.edits``)."""
+        shown = list(super().get_state_history(config, filter=filter, before=before, limit=limit))
+        yield from shown
+        saver = self._history_saver(config)
+        if saver is not None and edits.clipped(shown, config, filter, before, limit):
+            for found in drive(edits.first_states(shown, saver)):
+                yield self.get_state(found)
+
+    async def aget_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        """``get_state_history``, awaited (what the LangGraph server's history endpoint calls)."""
+        shown = [
+            state
+            async for state in super().aget_state_history(
+                config, filter=filter, before=before, limit=limit
+            )
+        ]
+        for state in shown:
+            yield state
+        saver = self._history_saver(config)
+        if saver is not None and edits.clipped(shown, config, filter, before, limit):
+            for found in await adrive(edits.first_states(shown, saver)):
+                yield await self.aget_state(found)
 
     def _prepare(self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]) -> None:
         check_input(input)
         check_thread(config)
         context = kwargs.get("context")
-        schema: Any = self.context_schema  # the variant's own (``settings.context_schema``)
+        schema: Any = self.context_schema  # the variant's own (``context.context_schema``)
         if isinstance(context, Mapping):
             kwargs["context"] = schema(**context)  # checks every field
         elif context is not None and not isinstance(context, schema):
@@ -246,16 +372,23 @@ class ReactGraph(CompiledStateGraph):
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         self._prepare(input, config, kwargs)
-        input = self._standing(input, config)
-        return super().stream(input, config, **kwargs)
+        return self._held_stream(input, config, kwargs)
+
+    def _held_stream(
+        self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]
+    ) -> Iterator[Any]:
+        with self._hold(config):
+            input, config = self._standing(input, config)
+            yield from super().stream(input, config, **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         self._prepare(input, config, kwargs)
-        input = await self._astanding(input, config)
-        async for chunk in super().astream(input, config, **kwargs):
-            yield chunk
+        async with self._hold(config, "ahold"):
+            input, config = await self._astanding(input, config)
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
 
 
 def adopt(compiled: CompiledStateGraph) -> ReactGraph:

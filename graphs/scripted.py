@@ -87,9 +87,11 @@ class ScriptedChatModel(BaseChatModel):
     replies: Sequence[Any] = Field(default_factory=list, repr=False)  # each a Reply
     honour_stop: bool = False
     report_usage: bool = False
-    fixed_usage: tuple[int, int] | None = None
-    """Usage metadata of the same (prompt, completion) tokens on every reply (a reply that is
-    an ``AIMessage`` with its own ``usage_metadata`` keeps that)."""
+    fixed_usage: tuple[int, int] | tuple[int, int, int] | None = None
+    """Usage metadata of the same (prompt, completion) tokens on every reply, and with a third
+    number that many of the prompt's read from a prefix cache (``input_token_details``'
+    ``cache_read``); a reply that is an ``AIMessage`` with its own ``usage_metadata`` keeps
+    that."""
     latency_s: float = 0.0
     model_name: str = "scripted"
     calls: list[dict[str, Any]] = Field(default_factory=list, repr=False)
@@ -141,12 +143,14 @@ class ScriptedChatModel(BaseChatModel):
         if isinstance(reply, AIMessage) and reply.usage_metadata:
             message.usage_metadata = reply.usage_metadata  # the reply's own, as scripted
         elif self.fixed_usage is not None:
-            prompt, completion = self.fixed_usage
+            prompt, completion, *cached = self.fixed_usage
             message.usage_metadata = {
                 "input_tokens": prompt,
                 "output_tokens": completion,
                 "total_tokens": prompt + completion,
             }
+            if cached:
+                message.usage_metadata["input_token_details"] = {"cache_read": cached[0]}
         elif self.report_usage:
             prompt = sum(len(str(m.content)) for m in messages) // 4 + 1
             completion = len(text) // 4 + 1

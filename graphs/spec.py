@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from reactgraph.nodes.loop.run_settings import RunSettings
-from reactgraph.nodes.loop.view import WHOLE, View
+from reactgraph.nodes.vocabulary.run_settings import RunSettings
+from reactgraph.nodes.vocabulary.view import WHOLE, View
 from reactgraph.settings import Setting, check_all, settings_of
 
 if TYPE_CHECKING:
     from reactgraph.nodes.loop.deps import Deps
-    from reactgraph.nodes.loop.state import State
+    from reactgraph.nodes.vocabulary.state import State
 
 # A node body: (state, config, deps) -> a partial update, or a generator of effects that
-# returns one (see ``reactgraph.nodes.loop.effects``).
+# returns one (see ``reactgraph.nodes.vocabulary.effects``).
 Body = Callable[["State", Any, "Deps"], Any]
 
 
@@ -48,7 +48,7 @@ class Step(_Bodied):
     name: str
     """The node's name, and the name of its body in ``module``."""
     module: str
-    """The node module that holds the body, e.g. ``reactgraph.nodes.features.compaction``."""
+    """The node module that holds the body, e.g. ``reactgraph.nodes.loop.compaction``."""
     every_turn: bool
     """True: before every model call (``compact_history``); False: once per run, after
     ``start_run`` (``load_notes``)."""

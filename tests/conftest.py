@@ -1,4 +1,5 @@
-"""Test-wide guards: no test reaches the network, and tiktoken reads the shared cache."""
+"""Test-wide guards: no test reaches the network (cl100k_base, what token counts need, ships in
+the package: nothing beside the checkout is read)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import pytest
 from reactgraph.storage.backends import registered
 
 ROOT = Path(__file__).resolve().parents[1]
-_SHARED_CACHE = ROOT.parent / "shared" / "tiktoken-cache"
 # What tests must never leave inside the checkout (`make test` keeps `git status` clean).
 _LITTER = ("runs", ".langgraph_api")
 _BEFORE = {name for name in _LITTER if (ROOT / name).exists()}
@@ -23,8 +23,6 @@ _WORKER_POSTGRES = pytest.StashKey["str | None"]()
 # Ray (the Ray engine's tests) keeps every node on 127.0.0.1 with this, never the machine's
 # network address; it is read when ray is imported, so it is set before any test module loads.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-if "TIKTOKEN_CACHE_DIR" not in os.environ and _SHARED_CACHE.is_dir():
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(_SHARED_CACHE)
 # A suite started in the background by a shell (`make test &`, nohup) inherits SIGINT ignored,
 # and so would every command a test starts: the Ctrl-C tests would then see no Ctrl-C at all.
 # Commands get the default disposition, as from a terminal.
@@ -86,8 +84,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Any:
 def openai_server() -> Any:
     """A local OpenAI-compatible server for the test, closed afterwards; what was found out
     about the server at its address is forgotten (a later test's may get the same port)."""
-    from reactgraph import transport
-    from reactgraph.nodes.calling import constrained, streamchoice
+    from reactgraph.nodes.calling import cachehints, constrained, streamchoice, transport
     from tests.fakes import FakeOpenAIServer
 
     server = FakeOpenAIServer()
@@ -96,6 +93,7 @@ def openai_server() -> Any:
     streamchoice.forget()
     constrained.forget()
     transport.forget()
+    cachehints.forget()
 
 
 @pytest.fixture
@@ -105,6 +103,18 @@ def seed_server(openai_server: Any) -> Any:
 
     openai_server.responder = seed_responder
     return openai_server
+
+
+@pytest.fixture(scope="module")
+def seed_model_server() -> Any:
+    """A local OpenAI-compatible server answering as ``seed_responder`` does, shared by the
+    module's tests (for the modules whose servers start once)."""
+    from tests.fakes import FakeOpenAIServer, seed_responder
+
+    server = FakeOpenAIServer()
+    server.responder = seed_responder
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -348,6 +349,42 @@ class ToolLog:
         return StructuredTool.from_function(run, name=inner.name, description=inner.description)
 
 
+def stop_process(process: Any, grace_s: float) -> None:
+    """End a server process the test started: terminated, killed after ``grace_s`` seconds."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def per_message_counter(messages: Any) -> int:
+    """100 tokens a message: compaction thresholds in whole messages."""
+    return 100 * len(messages)
+
+
+def echo_graph(
+    variant: str, action_format: str, model: Any, **settings: Any
+) -> tuple[Any, ToolLog]:
+    """A graph of ``variant`` in ``action_format`` over ``model`` and an echo tool (its calls in
+    the returned log). A variant that compacts counts 100 tokens a message, in a
+    100,000-token window unless ``settings`` give one."""
+    from reactgraph import build_graph
+    from reactgraph.variants import REGISTRY
+
+    log = ToolLog()
+    if "token_counter" in REGISTRY[variant].objects:
+        settings.setdefault("token_counter", per_message_counter)
+        settings.setdefault("context_window", 100_000)
+    graph = build_graph(
+        variant, model=model, tools=[log.echo()], action_format=action_format, **settings
+    )
+    return graph, log
+
+
 def classic_seed_tools(log: list[tuple[str, str]] | None = None) -> list[BaseTool]:
     """The seed's search and calculator as classic ``Tool`` objects (one string in), the form
     of most ReAct tutorials: over the bundled corpus, each call appended to ``log``. The
@@ -430,7 +467,7 @@ def add(a: int, b: int) -> int:
 def count_index_builds(monkeypatch: Any) -> list[int]:
     """How many times the ``messages`` reducer builds its id index from here on: a one-item
     list, counted up (the patch is undone with ``monkeypatch``)."""
-    from reactgraph.nodes.loop import reducers
+    from reactgraph.nodes.vocabulary import reducers
 
     built = [0]
     positions = reducers._positions
@@ -640,6 +677,12 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, int]] = []
         """The token counts of each reply it wrote (sent or not, as ``stream_usage`` says)."""
+        self.report_usage = True
+        """False: no reply carries ``usage`` (plain or streamed), as some servers send none."""
+        self.usage_sent: dict[str, Any] | Any = None
+        """When set, what every reply sends as its ``usage`` instead of its counts: a mapping's
+        fields over the counts (``{"completion_tokens": -300000}``, ``float("nan")``...), or
+        anything else as it is (a string, a list), as a hostile proxy might."""
         self.stream_usage = True
         self.stream_end: threading.Event | None = None
         """When set, a streamed reply's body ends only once this event is (after its ``[DONE]``),
@@ -647,6 +690,11 @@ class FakeOpenAIServer:
         self.latency_s = 0.0
         self.honour_stop = True
         self.reject_stop = False
+        self.fingerprint: str | None = None
+        """The ``system_fingerprint`` of every reply (llama.cpp's ``llama-server`` sends its
+        build, ``b6123-abcdef0``; OpenAI ``fp_...``); None: none, as llama-cpp-python's."""
+        self.reject_fields: set[str] = set()
+        """Request fields answered with a 400 naming them, as a strict server does."""
         self.refuse_null_content = False
         """Answer 500 to an assistant message whose content is null, as llama-cpp-python's
         server does (its request model wants a string)."""
@@ -713,10 +761,13 @@ class FakeOpenAIServer:
             nulls = [
                 m for m in body["messages"] if m["role"] == "assistant" and m.get("content") is None
             ]
+            rejected = sorted(self.reject_fields & set(body))
             if self.reject_stop and "stop" in body:
                 reply: Answer = Fault(
                     400, "Unsupported parameter: 'stop' is not supported with this model."
                 )
+            elif rejected:
+                reply = Fault(400, f"Unrecognized request argument supplied: {rejected[0]}")
             elif self.refuse_null_content and nulls:
                 reply = Fault(
                     500, "validation error: assistant content: Input should be a valid string"
@@ -778,16 +829,19 @@ class FakeOpenAIServer:
             for c, a in zip(made, arguments, strict=True)
         ]
         prompt = sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4 + 1
-        usage = {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10}
+        usage: Any = {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10}
         self.usages.append(usage)
-        base = {"id": "chatcmpl-test", "created": int(time.time()), "model": body["model"]}
+        usage = self._sent(usage)
+        base = self._base(body)
         if not body.get("stream"):
             message = {"role": "assistant", "content": content, "tool_calls": tool_calls}
             choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
             self._send(
                 handler,
                 200,
-                {**base, "object": "chat.completion", "usage": usage, "choices": [choice]},
+                self._counted(
+                    {**base, "object": "chat.completion", "usage": usage, "choices": [choice]}
+                ),
             )
             return
         chunk = {**base, "object": "chat.completion.chunk"}
@@ -804,7 +858,7 @@ class FakeOpenAIServer:
         events.append(
             {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
         )
-        if self.stream_usage and (body.get("stream_options") or {}).get("include_usage"):
+        if self._streams_usage(body):
             events.append({**chunk, "choices": [], "usage": usage})
         self._send_events(handler, events)
 
@@ -864,18 +918,21 @@ class FakeOpenAIServer:
             "total_tokens": prompt + len(text) // 4 + 1,
         }
         self.usages.append(usage)
-        base = {"id": "chatcmpl-test", "created": int(time.time()), "model": body["model"]}
+        usage = self._sent(usage)
+        base = self._base(body)
         if not body.get("stream"):
             message = {"role": "assistant", "content": text}
             self._send(
                 handler,
                 200,
-                {
-                    **base,
-                    "object": "chat.completion",
-                    "usage": usage,
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                },
+                self._counted(
+                    {
+                        **base,
+                        "object": "chat.completion",
+                        "usage": usage,
+                        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    }
+                ),
             )
             return
         chunk = {**base, "object": "chat.completion.chunk"}
@@ -885,9 +942,35 @@ class FakeOpenAIServer:
         ]
         events += [{**chunk, "choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
         events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        if self.stream_usage and (body.get("stream_options") or {}).get("include_usage"):
+        if self._streams_usage(body):
             events.append({**chunk, "choices": [], "usage": usage})
         self._send_events(handler, events)
+
+    def _base(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What every reply (and every chunk of a stream) starts with."""
+        base = {"id": "chatcmpl-test", "created": int(time.time()), "model": body["model"]}
+        if self.fingerprint is not None:
+            base["system_fingerprint"] = self.fingerprint
+        return base
+
+    def _counted(self, completion: dict[str, Any]) -> dict[str, Any]:
+        """A plain completion, without its ``usage`` when the server reports none."""
+        if not self.report_usage:
+            completion.pop("usage", None)
+        return completion
+
+    def _streams_usage(self, body: dict[str, Any]) -> bool:
+        """Whether a stream ends with its usage: asked for, and sent on streams."""
+        asked = (body.get("stream_options") or {}).get("include_usage")
+        return bool(self.report_usage and self.stream_usage and asked)
+
+    def _sent(self, usage: dict[str, int]) -> Any:
+        """The ``usage`` a reply sends: its counts, or ``usage_sent`` over (or instead of) them."""
+        if self.usage_sent is None:
+            return usage
+        if isinstance(self.usage_sent, dict):
+            return {**usage, **self.usage_sent}
+        return self.usage_sent
 
     def _cut(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], cut: Cut) -> None:
         chunk = {"id": "chatcmpl-cut", "object": "chat.completion.chunk", "model": body["model"]}
@@ -986,6 +1069,26 @@ def demo_db(folder: Path) -> str:
         graph.invoke({"question": DEMO_QUESTION}, {"configurable": {"thread_id": "t1"}})
         new_record("t1", DEMO_QUESTION, "transcript", "scripted", None, None, {}).save(store)
     return db
+
+
+def is_summary_request(messages: Sequence[BaseMessage]) -> bool:
+    """Whether a model call is the compaction's summary (its prompt opens with its rules)."""
+    return message_text(messages[0]).startswith("You are compacting")
+
+
+def compacting_graph(model: Any, **settings: Any) -> Any:
+    """A compaction graph that summarizes every turn or two: 100 tokens a message, a 1,000-token
+    window, a threshold of 0.7 and one turn kept (``settings`` change any of them), and the echo
+    tool."""
+    from reactgraph import build_graph
+
+    options = {
+        "token_counter": lambda messages: 100 * len(messages),
+        "context_window": 1000,
+        "compaction_threshold": 0.7,
+        "keep_turns": 1,
+    }
+    return build_graph("compaction", model=model, tools=[ToolLog().echo()], **(options | settings))
 
 
 def colour_graph() -> Any:
@@ -1154,5 +1257,142 @@ class MemoryBackend:
     def owns(self, store: Any) -> bool:
         return False  # its store is listed with ``search``
 
+    def quick_reader(self, db: str) -> None:
+        return None  # its threads are read through LangGraph
+
 
 BACKEND = MemoryBackend()
+
+
+# --- BFCL: a model replaying a task's ground truth (or wrong arguments) -----------------------
+
+
+def _first_value(value: Any) -> Any:
+    """An accepted value with its nested dicts' (and lists of dicts') first accepted values."""
+    if isinstance(value, dict):
+        return {k: _first_value(v[0]) for k, v in value.items() if v and v[0] != ""}
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return [_first_value(v) for v in value]
+    return value
+
+
+def bfcl_perfect_calls(task: Any, turn: int = 0) -> list[tuple[str, dict[str, Any]]]:
+    """The ground truth's calls of a task's turn, each argument at its first accepted value (a
+    parameter that may be left out is left out; a required one takes its first value that is
+    not ``""``; one the function does not declare is left out)."""
+    from reactgraph.app.eval.bfcl_state import parse_source_call
+
+    if task.category == "irrelevance":
+        return []
+    docs = {d["name"]: d for d in [*task.functions, *(x for v in task.added.values() for x in v)]}
+    if task.multi_turn:
+        made = []
+        for source in task.answer[turn]:
+            name, args, kwargs = parse_source_call(source)
+            names = list(docs[name]["parameters"].get("properties") or {})
+            made.append((name, {**dict(zip(names, args, strict=False)), **kwargs}))
+        return made
+    made = []
+    for answer in task.answer:
+        ((name, possible),) = answer.items()
+        parameters = docs[name]["parameters"]
+        required = parameters.get("required") or []
+        declared = parameters.get("properties") or {}
+        arguments = {}
+        for param, values in possible.items():
+            given = [v for v in values if v != ""]
+            if ("" in values and param not in required) or not given or param not in declared:
+                continue
+            arguments[param] = _first_value(given[0])
+        made.append((name, arguments))
+    return made
+
+
+def _wrong(value: Any) -> Any:
+    """A value no answer accepts, of the same type."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 7919
+    if isinstance(value, str):
+        return value + " zz9"
+    if isinstance(value, list):
+        return [*value, "zz9"]
+    if isinstance(value, dict):
+        return {**value, "zz9": 1}
+    return "zz9"
+
+
+def bfcl_wrong_calls(task: Any, turn: int = 0) -> list[tuple[str, dict[str, Any]]]:
+    """The ground truth's calls with every argument wrong (an irrelevance task: a call to its
+    first function, where none fits)."""
+    if task.category == "irrelevance":
+        return [(task.functions[0]["name"], {})]
+    return [(n, {k: _wrong(v) for k, v in a.items()}) for n, a in bfcl_perfect_calls(task, turn)]
+
+
+def _bfcl_input(task: Any, name: str, arguments: dict[str, Any]) -> str:
+    """An action's input in the text format: a one-parameter tool's raw value, else JSON."""
+    docs = [*task.functions, *(x for v in task.added.values() for x in v)]
+    doc = next(d for d in docs if d["name"] == name)
+    declared = list(doc["parameters"].get("properties") or {})
+    if len(declared) == 1 and len(arguments) == 1:
+        (value,) = arguments.values()
+        return value if isinstance(value, str) else json.dumps(value)
+    return json.dumps(arguments) if arguments else ""
+
+
+class BfclReplayer:
+    """A responder for ``FakeOpenAIServer`` that plays each BFCL task's ground truth, one call a
+    model turn, then answers; ``wrong``: with every argument wrong. It finds the task and turn
+    by the question's text (the tasks' turns must differ), and how far it is by the
+    Observations (text format) or tool messages (native calls) after it."""
+
+    def __init__(self, tasks: Sequence[Any], wrong: bool = False) -> None:
+        self.turns: dict[str, tuple[Any, int]] = {}
+        for task in tasks:
+            for index, text in enumerate(task.turns):
+                self.turns.setdefault(text.strip(), (task, index))
+        self.plan = bfcl_wrong_calls if wrong else bfcl_perfect_calls
+
+    def _turn(self, text: str) -> tuple[Any, int] | None:
+        asked = text.rsplit("Question:", 1)[-1].strip()
+        found = [key for key in self.turns if asked.startswith(key)]
+        return self.turns[max(found, key=len)] if found else None
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        from reactgraph.app.eval.bfcl_tools import tool_name
+
+        messages = body["messages"]
+        native = bool(body.get("tools")) and body.get("tool_choice") != "none"
+        if not native and body.get("tools"):
+            return "Final Answer: done"
+        if native:
+            place = next(
+                (
+                    (i, found)
+                    for i in range(len(messages) - 1, -1, -1)
+                    if messages[i]["role"] == "user"
+                    and (found := self._turn(str(messages[i].get("content") or "")))
+                ),
+                None,
+            )
+            if place is None:
+                return "I cannot tell which task this is."
+            index, (task, turn) = place
+            done = sum(m["role"] == "tool" for m in messages[index:])
+        else:
+            text = "\n".join(str(m.get("content") or "") for m in messages)
+            found = self._turn(text)
+            if found is None:
+                return "Final Answer: I cannot tell which task this is."
+            task, turn = found
+            done = text.rsplit("Question:", 1)[-1].count("Observation:")
+        planned = self.plan(task, turn)
+        if done >= len(planned):
+            return "Final Answer: done" if not native else "Done."
+        name, arguments = planned[done]
+        if native:
+            return Call(tool_name(name), arguments, id=f"call-{len(messages)}")
+        tool_input = _bfcl_input(task, name, arguments)
+        return f"Thought: I call it.\nAction: {tool_name(name)}[{tool_input}]"

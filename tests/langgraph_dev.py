@@ -42,6 +42,7 @@ def config_for(graph_file: Path | None = None) -> dict:
     }
     if graph_file is not None:
         graphs["snapshots"] = f"{graph_file}:snapshots"
+        graphs["budgets"] = f"{graph_file}:budgets"
     return {
         **project,
         "dependencies": [str(ROOT)],

@@ -114,10 +114,7 @@ class LlamaServer:
             return answer.read().decode()
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        from tests.fakes import stop_process
+
+        if self.process is not None:
+            stop_process(self.process, 15)

@@ -208,13 +208,10 @@ class HttpServer:
                 time.sleep(0.05)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        from tests.fakes import stop_process
+
+        if self.process is not None:
+            stop_process(self.process, 10)
 
     def connection(self) -> dict[str, Any]:
         return {"transport": "streamable_http", "url": self.url}

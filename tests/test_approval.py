@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.loop.standing import status_of
 from reactgraph.nodes.running.decisions import MAX_RESUME_CHARS
+from reactgraph.nodes.vocabulary.standing import status_of
 from reactgraph.variants import REGISTRY
 from tests.fakes import Runner, ToolLog, action, add, answer, call, fake_model, prompt_text
 
@@ -63,6 +63,12 @@ def test_the_run_stops_before_the_action_with_the_request_agent_chat_ui_renders(
     (asked,) = request["action_requests"]
     assert (asked["name"], asked["args"]) == ("echo", {"text": "rm -rf /tmp/x"})
     assert "echo[rm -rf /tmp/x]" in asked["description"]
+    # It offers what Agent Chat UI's card can do, nothing it has no control for (issue 58, 5).
+    assert asked["description"].endswith(
+        "Approve it to run it as written, edit its input first, or reject it with a reason, "
+        "which the agent reads."
+    )
+    assert "respond" not in asked["description"] and "tool's place" not in asked["description"]
     (review,) = request["review_configs"]
     assert review["action_name"] == "echo"
     assert {"approve", "edit", "reject", "respond"} == set(review["allowed_decisions"])

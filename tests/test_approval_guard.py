@@ -18,18 +18,19 @@ from langgraph.graph import END, START
 from langgraph.types import Command, Send
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.loop.standing import status_of
 from reactgraph.nodes.running.decisions import MAX_UNUSABLE
+from reactgraph.nodes.vocabulary.standing import status_of
 from tests.fakes import Runner, ToolLog, action, answer, call, fake_model
 from tests.test_approval import CONFIG, built
 
 FORMATS = ["text", "tool_calls"]
 
 
-def waiting(variant: str, run: Runner, action_format: str = "text") -> tuple[Any, ToolLog]:
-    """A graph of ``variant`` whose thread waits before ``echo[hi]``."""
+def waiting(variant: str, action_format: str, run: Runner, *more: Any) -> tuple[Any, ToolLog]:
+    """A graph of ``variant`` whose thread waits before ``echo[hi]`` (the model's replies after
+    its answer: ``more``)."""
     proposed = action("echo", "hi") if action_format == "text" else call("echo", {"text": "hi"})
-    graph, log = built(variant, proposed, answer("done"), action_format=action_format)
+    graph, log = built(variant, proposed, answer("done"), *more, action_format=action_format)
     run(graph, {"question": "q"}, CONFIG)
     assert status_of(graph.get_state(CONFIG)) == "awaiting_approval"
     return graph, log
@@ -52,7 +53,7 @@ def node_names(graph: Any) -> list[str]:
 def test_no_command_but_a_resume_runs_the_waiting_action(
     variant: str, action_format: str, run: Runner
 ) -> None:
-    graph, log = waiting(variant, run, action_format)
+    graph, log = waiting(variant, action_format, run)
     before = list(graph.checkpointer.list(CONFIG))
     commands: list[Command] = [
         *(Command(goto=name) for name in node_names(graph) if name != END),
@@ -108,35 +109,84 @@ def test_resuming_an_unknown_thread_stores_no_row(tmp_path: Path) -> None:
     assert rows == [0, 0]
 
 
+# Agent Chat UI answers a tool call left without a result before it sends a message.
+UNANSWERED = {"type": "tool", "content": "Successfully handled tool call.", "tool_call_id": "x"}
+
+
+@pytest.mark.parametrize("action_format", FORMATS)
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize(("said", "decision"), [("yes", "approve"), (" No. ", "reject")])
-def test_a_chat_message_on_a_waiting_thread_is_its_decision(
-    variant: str, said: str, decision: str, run: Runner
+@pytest.mark.parametrize(
+    ("said", "decision", "shown"),
+    [("yes", "approve", "approved echo[hi]"), (" No. ", "reject", "refused echo[hi]")],
+)
+def test_a_chat_message_on_a_waiting_thread_is_its_decision_and_stays_in_the_chat(
+    variant: str, action_format: str, said: str, decision: str, shown: str, run: Runner
 ) -> None:
-    graph, log = waiting(variant, run)
-    message = {"messages": [{"role": "user", "content": said}]}
+    """The decision typed in the chat leaves its trace (issue 58, 5): the words, in the turn's
+    approval and in the chat right after the Action's result (a result follows its call)."""
+    graph, log = waiting(variant, action_format, run)
+    message = {"messages": [UNANSWERED, {"role": "user", "content": said, "id": "typed"}]}
     out = run(graph, message, CONFIG)
     assert out["answer"] == "done" and out["question"] == "q"
     (turn,) = [t for t in out["turns"] if t.get("action") == "echo"]
-    assert turn["approval"]["decision"] == decision
+    assert turn["approval"]["decision"] == decision and turn["approval"]["said"] == said.strip()
     assert log.calls == ([("echo", "hi")] if decision == "approve" else [])
+    kinds = [
+        (m.type, m.content if m.type == "ai" and not m.tool_calls else "") for m in out["messages"]
+    ]
+    call = next(i for i, m in enumerate(out["messages"]) if m.type == "ai" and m.tool_calls)
+    assert kinds[call + 1 : call + 3] == [
+        ("tool", ""),
+        ("ai", f'Decided in the chat: "{said.strip()}" {shown}.'),
+    ]
+    assert not [m for m in out["messages"] if m.type == "tool" and m.tool_call_id == "x"]
 
 
 @pytest.mark.parametrize("said", ["what is 2+2?", "edit", "r"])
-def test_any_other_message_on_a_waiting_thread_is_refused_saying_why(
+def test_any_other_question_on_a_waiting_thread_is_refused_saying_why(
     said: str, run: Runner
 ) -> None:
-    graph, log = waiting("transcript", run)
+    graph, log = waiting("transcript", "text", run)
     before = list(graph.checkpointer.list(CONFIG))
-    for given in ({"question": said}, {"messages": [{"role": "user", "content": said}]}):
-        with pytest.raises(ValueError, match=r"waits for a decision on echo\[hi\].*answer yes"):
-            run(graph, given, CONFIG)
+    with pytest.raises(ValueError, match=r"waits for a decision on echo\[hi\].*answer yes"):
+        run(graph, {"question": said}, CONFIG)
     assert log.calls == [] and list(graph.checkpointer.list(CONFIG)) == before
     assert status_of(graph.get_state(CONFIG)) == "awaiting_approval"
 
 
+@pytest.mark.parametrize("action_format", FORMATS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_any_other_chat_message_asks_again_quoting_it_and_is_bounded(
+    variant: str, action_format: str, run: Runner
+) -> None:
+    """A chat client's message that is no decision (issue 58, 5): the Action is asked about
+    again, the request saying why, so the client's approval card stays on screen; nothing runs,
+    nothing of the message enters the chat (its card says it); the MAX_UNUSABLE-th is the last
+    taken, then a message is refused before it is stored, and a decision still is taken."""
+    graph, log = waiting(variant, action_format, run)
+    messages = graph.get_state(CONFIG).values["messages"]
+    for tried in range(1, MAX_UNUSABLE + 1):
+        typed = {"role": "user", "content": f"what is this? ({tried})"}
+        out = run(graph, {"messages": [UNANSWERED, typed]}, CONFIG)
+        assert status_of(graph.get_state(CONFIG)) == "awaiting_approval" and log.calls == []
+        described = out["__interrupt__"][0].value["action_requests"][0]["description"]
+        assert described.startswith(
+            f"That answer could not be used: 'what is this? ({tried})' is not a decision: answer "
+            "yes to run it or no to refuse it. "
+        )
+        assert "Please decide again." in described
+        assert "The agent wants to run echo[" in described
+        assert [m.id for m in out["messages"]] == [m.id for m in messages]
+    flat = stored(graph.checkpointer)
+    with pytest.raises(ValueError, match=f"{MAX_UNUSABLE} answers to echo.*could not be used"):
+        run(graph, {"messages": [{"role": "user", "content": "and now?"}]}, CONFIG)
+    assert stored(graph.checkpointer) == flat
+    out = run(graph, {"messages": [{"role": "user", "content": "y"}]}, CONFIG)
+    assert out["answer"] == "done" and log.calls == [("echo", "hi")]
+
+
 def test_unusable_resume_values_are_bounded_and_the_thread_stays_flat(run: Runner) -> None:
-    graph, log = waiting("transcript", run)
+    graph, log = waiting("transcript", "text", run)
     saver = graph.checkpointer
     bulky = {"type": "wave", "note": "x" * 90_000}
     for tried in range(1, MAX_UNUSABLE + 1):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from reactgraph import VARIANTS
-from tests.fakes import FakeOpenAIServer, seed_responder
+from tests.fakes import FakeOpenAIServer
 from tests.langgraph_dev import CHAT_GRAPHS, LANGGRAPH, langgraph_dev
 
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
@@ -48,11 +48,8 @@ DECISIONS: dict[str, tuple[Any, str]] = {
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.responder = seed_responder
-    yield server
-    server.close()
+def model(seed_model_server: FakeOpenAIServer) -> FakeOpenAIServer:
+    return seed_model_server
 
 
 @pytest.fixture(scope="module")
@@ -193,8 +190,9 @@ def test_the_servers_policy_holds_and_a_chat_message_decides(
     model: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     """``REACTGRAPH_APPROVE`` is a floor: a run whose context says ``approve: none`` still
-    waits. A message on the waiting thread is the decision when it is yes or no, and is refused
-    otherwise; an unknown thread is not resumed."""
+    waits. A message on the waiting thread is the decision when it is yes or no, its words kept
+    in the chat after the result; another message asks again, the request quoting it, and a
+    ``question`` is refused; an unknown thread is not resumed."""
     if not LANGGRAPH.exists():
         pytest.skip("langgraph-cli is not installed")
     from langgraph_sdk import get_sync_client
@@ -211,13 +209,23 @@ def test_the_servers_policy_holds_and_a_chat_message_decides(
                 context={**context(model), "approve": "none"},
             )
             assert values["__interrupt__"], variant
-            refused(
-                client, thread, variant, input={"messages": [{"type": "human", "content": "2+2?"}]}
-            )
+            refused(client, thread, variant, input={"question": "2+2?"})
+            other = {"type": "human", "content": "2+2?"}
+            again = client.runs.wait(thread, variant, input={"messages": [other]})
+            (pending,) = again["__interrupt__"]
+            described = pending["value"]["action_requests"][0]["description"]
+            assert described.startswith("That answer could not be used: '2+2?' is not a decision")
+            assert [m["id"] for m in again["messages"]] == [m["id"] for m in values["messages"]]
             said = {"type": "human", "content": "yes"}
             out = client.runs.wait(thread, variant, input={"messages": [said]})
             assert out["turns"][2]["observation"] == "48" and out["answer"] == "48", variant
             assert out["turns"][2]["approval"]["decision"] == "approve"
+            assert out["turns"][2]["approval"]["said"] == "yes"
+            shown = [m["content"] for m in out["messages"][5:9]]
+            assert shown[1:3] == [
+                "48",
+                'Decided in the chat: "yes" approved calculator[1937-1889].',
+            ]
         schema = client.assistants.get_schemas(
             client.assistants.search(graph_id="transcript")[0]["assistant_id"]
         )["context_schema"]["properties"]["approve"]
@@ -227,3 +235,104 @@ def test_the_servers_policy_holds_and_a_chat_message_decides(
         client.runs.join(ghost, run["run_id"])
         assert client.runs.get(ghost, run["run_id"])["status"] == "error"
         assert client.threads.get_state(ghost)["values"] in ({}, None, [])
+
+
+def edit_refused(client: Any, thread: str, values: Any, **where: Any) -> str:
+    """A state edit through the server that fails: what the server answered."""
+    import httpx
+
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        client.threads.update_state(thread, values, **where)
+    return refused.value.response.text
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_state_edit_never_stands_in_for_a_decision(
+    client: Any, model: FakeOpenAIServer, variant: str
+) -> None:
+    """Issue 57, 1: on a waiting thread every edit is refused (Studio's state editor, as any
+    node), and a run with no input after it still waits; a new thread made with a faked pending
+    Action and a route to its tool is refused too."""
+    import httpx
+
+    from tests.test_approval import built
+    from tests.test_approval_guard import node_names
+
+    thread = waiting_thread(client, variant, model)
+    calls = len(model.requests)
+    nodes = [n for n in node_names(built(variant)[0]) if n != "__end__"]
+    for as_node in [None, *nodes]:
+        said = edit_refused(client, thread, {"question": "x"}, as_node=as_node)
+        assert "waits for a person's decision on calculator[1937-1889]" in said, said
+        assert "command={'resume': DECISION}" in said
+    edit_refused(client, thread, {"settings": {"approve": []}}, as_node="call_model")
+    again = client.runs.wait(thread, variant, input=None)
+    assert again["__interrupt__"] and client.threads.get_state(thread)["next"] == ["approve_action"]
+    assert [t["action"] for t in again["turns"]] == ["search", "search"]
+    assert len(model.requests) == calls
+    faked = {
+        "kind": "action",
+        "action": "calculator",
+        "action_input": "1+1",
+        "thought": None,
+        "answer": None,
+        "error": None,
+        "approval": {"decision": "approve", "by": "x"},
+    }
+    with pytest.raises(httpx.HTTPStatusError):
+        client.threads.create(
+            graph_id=variant,
+            supersteps=[
+                {
+                    "updates": [
+                        {
+                            "values": {"question": "q", "parsed": faked},
+                            "as_node": "parse_reply",
+                            "command": {"goto": "run_tool"},
+                        }
+                    ]
+                }
+            ],
+        )
+
+
+def test_a_state_edit_cannot_change_the_loops_fields(client: Any, model: FakeOpenAIServer) -> None:
+    """Issue 57, 1: on a finished thread the run's settings and spend cannot be edited; the
+    whole state sent back with one field changed (Studio's state editor) is taken."""
+    thread = waiting_thread(client, "transcript", model)
+    client.runs.wait(thread, "transcript", command={"resume": DECISIONS["approve"][0]})
+    values = client.threads.get_state(thread)["values"]
+    lowered = {**values["settings"], "approve": []}
+    assert "only the loop changes" in edit_refused(client, thread, {"settings": lowered})
+    spent = {**values["usage"], "total_tokens": 0}
+    assert "only the loop changes" in edit_refused(client, thread, {"usage": spent})
+    client.threads.update_state(thread, {**values, "question": "edited"})
+    after = client.threads.get_state(thread)["values"]
+    assert after["question"] == "edited" and after["settings"] == values["settings"]
+    assert after["turns"] == values["turns"] and after["usage"] == values["usage"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_fork_of_an_approved_action_asks_again(
+    client: Any, model: FakeOpenAIServer, variant: str
+) -> None:
+    """Issue 57, 2: ``runs.wait(..., checkpoint_id=...)`` from the checkpoint before an
+    approved calculator asks again each time; only a new decision runs it."""
+    thread = waiting_thread(client, variant, model)
+    out = client.runs.wait(thread, variant, command={"resume": DECISIONS["approve"][0]})
+    assert out["answer"] == "48"
+    history = client.threads.get_history(thread, limit=200)
+    (before_tool,) = [
+        h for h in history if h["next"] == ["run_tool"] and h["values"]["parsed"].get("approval")
+    ]
+    checkpoint_id = before_tool["checkpoint"]["checkpoint_id"]
+    for _ in range(2):
+        forked = client.runs.wait(thread, variant, input=None, checkpoint_id=checkpoint_id)
+        (pending,) = forked["__interrupt__"]
+        assert pending["value"]["action_requests"][0]["args"] == {"expression": "1937-1889"}
+        assert [t["action"] for t in forked["turns"]] == ["search", "search"]
+        state = client.threads.get_state(thread)
+        assert state["next"] == ["approve_action"] and "approval" not in state["values"]["parsed"]
+    value, observation = DECISIONS["reject"]
+    out = client.runs.wait(thread, variant, command={"resume": value})
+    assert out["turns"][2]["observation"] == observation

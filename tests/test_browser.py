@@ -4,7 +4,9 @@ ignored by git) against `langgraph dev` and the local OpenAI-compatible test ser
 by Playwright in the Debian Chromium, for every variant: the demo question with its tool
 cards, results and the final 48; a slow tool, whose Thought and Action stay on screen while
 it runs; a second question; a reload and the thread reopened from the history; Regenerate,
-after which the thread still loads; and on the notes variants, how a notes update looks.
+after which the thread still loads; and on the notes variants, how a notes update looks. On
+the transcript variant: a decision typed in the chat, and a message that is none; editing the
+first of two questions and the only one (issue 58); and a run stopped by its token budget.
 
 Run by ``make test-browser`` (and CI). Where Chromium, npm, Playwright or the client's source
 is missing, it skips saying why; in CI (``CI=true``) it fails instead. A failed check saves a
@@ -173,7 +175,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         ):
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
             try:
-                yield {"api": api, "ui": ui, "browser": browser, "release": release}
+                yield {"api": api, "ui": ui, "browser": browser, "release": release, "model": model}
             finally:
                 browser.close()
     finally:
@@ -408,35 +410,169 @@ def test_agent_chat_ui_approves_edits_and_rejects_an_action(
     assert not page.get_by_text("Error").count()
 
 
-def test_a_message_typed_while_an_action_waits_is_its_decision_or_refused(
+def runs_done(api: str, page: Any, count: int) -> list[dict[str, Any]]:
+    """The thread's runs, once it has ``count`` and none is pending or running."""
+    deadline = time.monotonic() + WAIT_MS / 1000  # a bound against a hang, not a timing
+    while len(runs := thread_runs(api, page)) < count or any(
+        r["status"] in ("pending", "running") for r in runs
+    ):
+        assert time.monotonic() < deadline, runs
+        page.wait_for_timeout(100)
+    return runs
+
+
+def test_a_message_typed_while_an_action_waits_is_its_decision_or_asked_again(
     stack: dict[str, Any], page: Any
 ) -> None:
-    """Agent Chat UI keeps its input box open while the approval card waits (issue 45, 5): a
-    message there is the decision when it is one of the terminal's words (yes, no), and is
-    refused otherwise; it never starts a new run that drops the waiting Action."""
+    """Agent Chat UI keeps its input box open while the approval card waits (issue 45, 5;
+    issue 58, 5): a message there is the decision when it is one of the terminal's words (yes,
+    no), and the words stay in the chat after the Action's result; any other message runs
+    nothing, and the card stays on screen, its description saying why; the card offers no
+    control its description does not name."""
     from playwright.sync_api import expect
 
     api = stack["api"]
     page.goto(f"{stack['ui']}/?assistantId=transcript&chatHistoryOpen=true")
     decide(page, "Send memo (transcript)", "memo")
-    # Not a decision: the run is refused, and the Action still waits for one.
+    page.get_by_role("button", name="Description").click()
+    expect(page.get_by_text("The agent wants to run send[memo] (turn 1).")).to_be_visible()
+    assert not page.get_by_text("tool's place").count()
+    page.reload()  # back to the card
+    expect(page.get_by_text("Edit/Approve")).to_be_visible()
+    settled(page)
+    # Not a decision: the run succeeds, nothing ran, and the card is back, saying why.
     ask(page, "what about lunch?")
-    deadline = time.monotonic() + WAIT_MS / 1000  # a bound against a hang, not a timing
-    while thread_runs(api, page)[0]["status"] in ("pending", "running"):
-        assert time.monotonic() < deadline
-        page.wait_for_timeout(100)
-    assert thread_runs(api, page)[0]["status"] == "error"
+    assert runs_done(api, page, 2)[0]["status"] == "success"
+    settled(page)
+    expect(page.get_by_text("Edit/Approve")).to_be_visible()
+    expect(page.get_by_text("what about lunch?")).to_have_count(0)
+    assert not page.get_by_text("Error").count()
+    page.get_by_role("button", name="Description").click()
+    expect(
+        page.get_by_text("That answer could not be used: 'what about lunch?' is not a decision")
+    ).to_be_visible()
+    shot(page, "transcript-message-while-waiting-asked-again")
     values = thread_state(api, page)
     assert values["question"].startswith("Send memo") and values["turns"] == []
-    # A failed run's stream is not followed by a read of the history: wait for quiet only.
-    traffic = TRAFFIC[id(page)]
-    while traffic.flying():
-        assert time.monotonic() < deadline, traffic.log()
-        page.wait_for_timeout(50)
-    shot(page, "transcript-message-while-waiting-refused")
-    # "yes" is the decision: the Action runs as the model wrote it.
+    page.reload()
+    expect(page.get_by_text("Edit/Approve")).to_be_visible()
+    settled(page)
+    # "yes" is the decision: the Action runs as the model wrote it, and the word stays.
     ask(page, "yes")
     expect(page.get_by_text("Final Answer: sent memo")).to_be_visible()
+    expect(page.get_by_text('Decided in the chat: "yes" approved send[memo].')).to_be_visible()
     (turn,) = [t for t in thread_state(api, page)["turns"] if t["action"] == "send"]
     assert (turn["approval"]["decision"], turn["observation"]) == ("approve", "sent memo")
+    assert turn["approval"]["said"] == "yes"
+    page.reload()
+    expect(page.get_by_text('Decided in the chat: "yes" approved send[memo].')).to_be_visible()
     shot(page, "transcript-message-while-waiting-decided")
+
+
+def edit_question(page: Any, index: int, text: str) -> None:
+    """Edit the ``index``-th question on screen as a person does: hover it, press its pencil,
+    type, submit."""
+    human = page.locator(".group.ml-auto").nth(index)
+    human.hover()
+    human.get_by_role("button", name="Edit").click()
+    box = human.locator("textarea")
+    box.fill(text)
+    human.get_by_role("button", name="Submit").click()
+
+
+def prompts_since(model: FakeOpenAIServer, start: int) -> str:
+    return "\n".join(
+        str(m.get("content") or "") for r in model.requests[start:] for m in r["messages"]
+    )
+
+
+def test_editing_the_first_of_two_questions_replaces_it_and_the_second(
+    stack: dict[str, Any], page: Any
+) -> None:
+    """Issue 58, 3: each run writes 14 checkpoints and Agent Chat UI reads 10; editing the first
+    of two questions replaces it and the second, on screen, in the thread and in the prompt."""
+    from playwright.sync_api import expect
+
+    api, model = stack["api"], stack["model"]
+    page.goto(f"{stack['ui']}/?assistantId=transcript&chatHistoryOpen=true")
+    ask(page, "How many years apart? (first)")
+    expect(page.get_by_text("Final Answer: 48")).to_be_visible()
+    ask(page, "How many years apart? (second)")
+    expect(page.get_by_text("Final Answer: 48")).to_have_count(2)
+    runs_done(api, page, 2)
+    settled(page)
+    asked = len(model.requests)
+    edit_question(page, 0, "How many years apart? (edited)")
+    runs_done(api, page, 3)
+    questions = page.locator(".group.ml-auto p")  # the chat's questions (not the thread list)
+    expect(questions).to_have_text(["How many years apart? (edited)"])
+    expect(page.get_by_text("Final Answer: 48")).to_have_count(1)
+    sent = prompts_since(model, asked)
+    assert "Question: How many years apart? (edited)" in sent
+    assert "Earlier in this conversation" not in sent and "did not finish" not in sent
+    values = thread_state(api, page)
+    # Agent Chat UI sends a question as text blocks, an edited one as a string.
+    assert [m["content"] for m in values["messages"] if m["type"] == "human"] == [
+        "How many years apart? (edited)"
+    ]
+    assert [r["question"] for r in values["earlier_runs"]] == ["How many years apart? (edited)"]
+    page.reload()
+    expect(questions).to_have_text(["How many years apart? (edited)"])
+    expect(page.get_by_text("Final Answer: 48")).to_have_count(1)
+    shot(page, "transcript-first-of-two-edited")
+
+
+def test_editing_the_only_question_leaves_one_exchange(stack: dict[str, Any], page: Any) -> None:
+    from playwright.sync_api import expect
+
+    api, model = stack["api"], stack["model"]
+    page.goto(f"{stack['ui']}/?assistantId=transcript&chatHistoryOpen=true")
+    ask(page, "How many years apart? (only)")
+    expect(page.get_by_text("Final Answer: 48")).to_be_visible()
+    runs_done(api, page, 1)
+    settled(page)
+    asked = len(model.requests)
+    edit_question(page, 0, "How many years apart? (only, edited)")
+    runs_done(api, page, 2)
+    questions = page.locator(".group.ml-auto p")  # the chat's questions (not the thread list)
+    expect(questions).to_have_text(["How many years apart? (only, edited)"])
+    expect(page.get_by_text("Final Answer: 48")).to_have_count(1)
+    sent = prompts_since(model, asked)
+    assert "Earlier in this conversation" not in sent and "did not finish" not in sent
+    values = thread_state(api, page)
+    assert [r["question"] for r in values["earlier_runs"]] == [
+        "How many years apart? (only, edited)"
+    ]
+    page.reload()
+    expect(questions).to_have_text(["How many years apart? (only, edited)"])
+    expect(page.get_by_text("Final Answer: 48")).to_have_count(1)
+    shot(page, "transcript-only-question-edited")
+
+
+def test_a_budget_stop_says_which_budget_and_shows_the_warning_and_the_last_action(
+    stack: dict[str, Any], page: Any
+) -> None:
+    """Issue 58, 4: the 80% warning in the chat without unfolding a tool result, the last Action
+    as a tool-call card, the stop naming the budget, its limit and what was spent."""
+    from playwright.sync_api import expect
+
+    api = stack["api"]
+    page.goto(f"{stack['ui']}/?assistantId=budgets&chatHistoryOpen=true")
+    ask(page, "Find everything about it")
+    stop = page.get_by_text(
+        "Stopped at the run's token budget (max_run_tokens): 360 of 300 tokens spent, so no "
+        "further model call or tool ran."
+    )
+    expect(stop).to_be_visible()
+    expect(
+        page.get_by_text("Budget warning: 240 of 300 tokens of the run's token budget")
+    ).to_be_visible()
+    calls = page.locator("h3", has_text="search").filter(has_not_text="Tool Result")
+    expect(calls).to_have_count(3)  # the last one a card too, though it never ran
+    expect(page.get_by_text("Tool Result")).to_have_count(3)
+    values = thread_state(api, page)
+    assert values["status"] == "budget_exhausted" and len(values["turns"]) == 3
+    page.reload()
+    expect(stop).to_be_visible()
+    expect(calls).to_have_count(3)
+    shot(page, "budgets-stopped")

@@ -277,3 +277,54 @@ def test_a_follow_up_sees_the_conversation_and_an_edited_one_only_what_came_befo
     history = client.threads.get_history(thread, limit=100)
     parent = first_seen_parent(history, messages[0]["id"])
     assert "Earlier in this conversation" not in said(ask("Edited?", checkpoint=parent))
+
+
+@pytest.mark.parametrize("fmt", ["text", "tool_calls"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_an_edit_forked_as_agent_chat_ui_forks_it_replaces_the_question(
+    client: Any, openai_server: FakeOpenAIServer, variant: str, fmt: str
+) -> None:
+    """Issue 58, 3: Agent Chat UI reads a thread's history with ``limit=10`` and forks an edit
+    from the parent of the oldest state read that holds the message. Editing the only question,
+    then the first of two (each run 14 checkpoints): the edited question replaces it and every
+    later exchange, in the thread's messages and in the model's prompts."""
+    ctx = {**context(openai_server), "action_format": fmt}
+    if fmt == "tool_calls":
+        openai_server.responder = seed_call_responder
+    thread = client.threads.create()["thread_id"]
+
+    def ask(text: str, earlier: bool = False, **fork: Any) -> dict[str, Any]:
+        asked = len(openai_server.requests)
+        message = {"type": "human", "content": [{"type": "text", "text": text}]}
+        values = client.runs.wait(
+            thread, variant, input={"messages": [message]}, context=ctx, **fork
+        )
+        assert values["answer"] == "48" and values["status"] == "answered", values
+        sent = "\n".join(
+            str(m.get("content") or "")
+            for r in openai_server.requests[asked:]
+            for m in r["messages"]
+        )
+        assert ("Earlier in this conversation" in sent) is earlier, sent
+        assert "did not finish" not in sent
+        return values
+
+    def edit(index: int, text: str) -> dict[str, Any]:
+        history = client.threads.get_history(thread, limit=10)  # as Agent Chat UI reads it
+        humans = [m for m in history[0]["values"]["messages"] if m["type"] == "human"]
+        return ask(text, checkpoint=first_seen_parent(history, humans[index]["id"]))
+
+    def questions(values: dict[str, Any]) -> list[str]:
+        return [m["content"][0]["text"] for m in values["messages"] if m["type"] == "human"]
+
+    ask(QUESTION)
+    values = edit(0, "Only, edited?")
+    assert questions(values) == ["Only, edited?"] and chat_turns(values["messages"]) == ONE_RUN
+    ask("Again?", earlier=True)
+    values = edit(0, "First, edited?")
+    assert questions(values) == ["First, edited?"] and chat_turns(values["messages"]) == ONE_RUN
+    assert [r["question"] for r in values["earlier_runs"]] == ["First, edited?"]
+    stored = readable(client, thread)["messages"]
+    assert [(m["id"], m["content"]) for m in stored] == [
+        (m["id"], m["content"]) for m in values["messages"]
+    ]

@@ -13,7 +13,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.chatview.questions import content_parts
-from reactgraph.nodes.loop.reducers import added_messages
+from reactgraph.nodes.vocabulary.reducers import added_messages
 from reactgraph.tools import calculator, search_tools
 from tests.fakes import SEED, Runner, fake_model
 

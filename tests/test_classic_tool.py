@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.tools import StructuredTool, Tool
+from langchain_core.tools import BaseTool, StructuredTool, Tool
 from pydantic import BaseModel, ConfigDict
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.vocabulary import prompts
 from reactgraph.scripted import DEMO_REPLIES
 from reactgraph.tools.loading import load_tools, tools_address, tools_from_env
 from tests.fakes import FakeOpenAIServer, Runner, action, answer, classic_seed_tools, fake_model
@@ -51,6 +51,16 @@ class OpaqueArgs(BaseModel):
     thing: Opaque
 
 
+def called_then_search(
+    run: Runner, variant: str, tool: BaseTool, log: list[tuple[str, str]]
+) -> tuple[dict[str, Any], Any]:
+    """A run of ``variant`` whose model calls ``tool`` (with "x"), then the seed's search (its
+    calls in ``log``), then answers: the run's output and the model."""
+    model = fake_model(action(tool.name, "x"), action("search", "Eiffel Tower"), answer("done"))
+    graph = build_graph(variant, model=model, tools=[tool, *classic_seed_tools(log)])
+    return run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t1"}}), model
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_a_tool_the_loop_cannot_call_is_one_observation_and_nothing_else_breaks(
     variant: str, run: Runner
@@ -62,9 +72,7 @@ def test_a_tool_the_loop_cannot_call_is_one_observation_and_nothing_else_breaks(
         args_schema=OpaqueArgs,
         func=lambda thing: log.append(("opaque", thing)),
     )
-    model = fake_model(action("opaque", "x"), action("search", "Eiffel Tower"), answer("done"))
-    graph = build_graph(variant, model=model, tools=[opaque, *classic_seed_tools(log)])
-    out = run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t1"}})
+    out, model = called_then_search(run, variant, opaque, log)
     first, second = out["turns"][0]["observation"], out["turns"][1]["observation"]
     assert first == prompts.TOOL_UNCALLABLE.format(
         name="opaque",
@@ -89,9 +97,7 @@ def test_a_json_schema_whose_properties_are_not_an_object_is_one_observation(
         args_schema={"type": "object", "properties": properties},
         func=lambda **kwargs: log.append(("broken", str(kwargs))),
     )
-    model = fake_model(action("broken", "x"), action("search", "Eiffel Tower"), answer("done"))
-    graph = build_graph("transcript", model=model, tools=[broken, *classic_seed_tools(log)])
-    out = run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t1"}})
+    out, _ = called_then_search(run, "transcript", broken, log)
     first = out["turns"][0]["observation"]
     assert (
         first.startswith("Error: broken cannot be called from an Action")
@@ -200,3 +206,21 @@ def test_a_bad_tools_flag_is_one_line_and_exit_2() -> None:
     assert run.returncode == 2
     (line,) = run.stderr.strip().splitlines()
     assert line.endswith("tools nowhere.py: no such file"), run.stderr
+
+
+@pytest.mark.slow
+def test_a_tool_named_so_no_model_could_call_it_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    from tests.inprocess import run_main
+
+    module = tmp_path / "weather.py"
+    module.write_text(
+        "from langchain_core.tools import Tool\n"
+        "tools = [Tool(name='get weather', func=str, description='The weather.')]\n"
+    )
+    db = str(tmp_path / "runs.sqlite")
+    base = ["--base-url", "http://127.0.0.1:9/v1", "--db", db, "--tools", f"{module}:tools"]
+    run = run_main("ask", "q", *base)
+    assert run.returncode == 2, run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert "tool 'get weather' cannot be called by that name" in line, line
+    assert "rename it (e.g. 'get_weather')" in line

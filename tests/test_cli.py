@@ -38,6 +38,12 @@ def scratch() -> Path:
     return Path(tempfile.mkdtemp(prefix="reactgraph-cli-"))
 
 
+def asked(server: FakeOpenAIServer, db: str, thread: str) -> list[str]:
+    """The arguments of ``ask`` putting "How many years apart?" to ``server`` on ``thread``."""
+    question = "How many years apart?"
+    return ["ask", question, "--base-url", server.url, "--db", db, "--thread", thread]
+
+
 def cli(
     *args: str,
     env: dict | None = None,
@@ -108,16 +114,7 @@ def test_demo_runs_offline_and_answers_48() -> None:
 def test_ask_then_threads_show_and_resume(openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
     openai_server.responder = seed_responder
     db = str(tmp_path / "runs.sqlite")
-    result = cli(
-        "ask",
-        "How many years apart?",
-        "--base-url",
-        openai_server.url,
-        "--db",
-        db,
-        "--thread",
-        "t1",
-    )
+    result = cli(*asked(openai_server, db, "t1"))
     assert result.returncode == 0, result.stderr
     assert "turn 1 (action)" in result.stdout and "Observation: 48" in result.stdout
     assert "tokens" in result.stdout and "Answer: 48" in result.stdout

@@ -160,3 +160,38 @@ def test_a_notes_update_shows_the_notes_first_line_and_length(
     line = f"update_notes[- [ ] find the year the Eiffel Tower was completed … ({len(notes)} "
     assert line in result.stdout
     assert "the text now shown under Your notes" not in result.stdout
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422])
+def test_a_refused_model_call_is_one_line_with_the_resume_hint(
+    openai_server: FakeOpenAIServer, tmp_path: Path, status: int
+) -> None:
+    """A model that answers 4xx (a bad key, an unknown model, a prompt too large) is one line
+    naming the status and the server, with how to resume, and exit 1 (the README's model
+    fault); once the server answers, ``resume`` finishes the run."""
+    openai_server.responder = lambda body: Fault(status, "the key is not valid")
+    db = tmp_path / "runs.sqlite"
+    result = run_main("ask", "How many years?", *ask(openai_server, db, "--thread", "t"))
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert f"the model at {openai_server.url} refused the call: HTTP {status} " in line
+    assert "(the key is not valid)" in line
+    assert f"resume it with: reactgraph resume t --db {db}" in line
+    assert len(openai_server.requests) == 1  # not retried
+    openai_server.responder = seed_responder
+    resumed = run_main("resume", "t", "--db", str(db))
+    assert resumed.returncode == 0 and "Answer: 48" in resumed.stdout, resumed.stderr
+
+
+def test_a_refused_model_call_in_a_real_process_prints_no_traceback(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from tests.test_cli import cli
+
+    openai_server.responder = lambda body: Fault(401, "Incorrect API key provided")
+    result = cli("ask", "q", *ask(openai_server, tmp_path / "runs.sqlite", "--thread", "t"))
+    assert result.returncode == 1, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "refused the call: HTTP 401 Unauthorized (Incorrect API key provided)" in line
+    assert "reactgraph resume t --db" in line

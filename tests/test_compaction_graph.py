@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage
 
 from reactgraph import build_graph
 from reactgraph.nodes.calling.tokens import TokenCounter
-from reactgraph.nodes.features.compaction import context_window_for
+from reactgraph.nodes.loop.compaction import context_window_for
 from tests.fakes import Runner, ToolLog, action, answer, fake_model, prompt_text
 
 QUESTION = "Which page mentions the bridge?"
@@ -171,7 +171,7 @@ def test_repeated_compactions_keep_the_latest_summary(run: Runner) -> None:
 
 
 def test_the_default_counter_sees_the_exact_prompt_and_agrees_with_tiktoken(run: Runner) -> None:
-    import tiktoken
+    from reactgraph.nodes.calling import bundled
 
     model = fake_model(action("echo", "1"), answer("done"))
     counter = TokenCounter("gpt-4")
@@ -183,7 +183,7 @@ def test_the_default_counter_sees_the_exact_prompt_and_agrees_with_tiktoken(run:
 
     run_compaction(run, model, model, spy)
     assert [prompt_text(m) for m in seen] == model.prompts
-    encoding = tiktoken.get_encoding("cl100k_base")
+    encoding = bundled.cl100k_base()  # tiktoken's own cl100k_base, from the package's copy
     expected = 3 + sum(3 + len(encoding.encode(str(m.content))) for m in seen[-1])
     assert counter(seen[-1]) == expected
 

@@ -16,7 +16,7 @@ from langchain_core.language_models import GenericFakeChatModel
 from reactgraph import RunContext, build_graph
 from reactgraph.models import chat_model
 from reactgraph.nodes.calling import constrained
-from reactgraph.nodes.loop.run_settings import RunSettings
+from reactgraph.nodes.vocabulary.run_settings import RunSettings
 from reactgraph.tools import calculator, search_tools
 from reactgraph.variants import REGISTRY, VARIANTS
 from tests.fakes import (
@@ -273,3 +273,37 @@ def test_an_answer_schema_shapes_the_grammars_answer_and_the_answer_is_typed(
         assert not pattern.fullmatch("Thought: t\nFinal Answer: 48 years")
     assert step.fullmatch("Thought: t\nAction: search[x]")
     assert not forced.fullmatch("Thought: t\nAction: search[x]")
+
+
+def test_values_holding_observation_reach_the_model_escaped_and_come_back_as_they_are(
+    run: Runner,
+) -> None:
+    """A tool's ``enum`` and a run's answer schema (its context) hold "Observation:": the
+    grammar sent with each call writes them with the n escaped, so the server's stop sequence
+    never cuts the reply; the tool gets, and the answer is, the value itself."""
+    from langchain_core.tools import StructuredTool
+
+    seen: list[str] = []
+    mode = StructuredTool(
+        name="mode",
+        description="Set a mode.",
+        args_schema={
+            "type": "object",
+            "properties": {"m": {"enum": ["Observation: on", "off"]}, "x": {"type": "integer"}},
+            "required": ["m", "x"],
+        },
+        func=lambda m, x: seen.append(m) or "set",
+    )
+    model = fake_model(
+        'Thought: set it.\nAction: mode[{"m": "Observatio\\u006e: on", "x": 1}]',
+        'Thought: done.\nFinal Answer: "Observatio\\u006e: done"',
+    )
+    built = build_graph("transcript", model=model, tools=[mode], **GBNF)
+    context = {"answer_schema": {"const": "Observation: done"}}
+    out = run(built, {"question": "q"}, CONFIG, context=context)
+    assert out["status"] == "answered" and out["structured_answer"] == "Observation: done"
+    assert seen == ["Observation: on"]
+    for call in model.calls:
+        grammar = call["options"]["extra_body"]["grammar"]
+        assert "observation:" not in grammar.lower()
+        assert to_regex(grammar).fullmatch('Thought: t\nFinal Answer: "Observatio\\u006e: done"')

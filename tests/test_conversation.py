@@ -20,9 +20,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.calling.tokens import message_text
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.reducers import kept_runs
-from reactgraph.nodes.loop.run_settings import HISTORY_RUNS_MAX
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.reducers import kept_runs
+from reactgraph.nodes.vocabulary.run_settings import HISTORY_RUNS_MAX
 from reactgraph.variants import REGISTRY
 from tests.fakes import (
     FakeChatModel,
@@ -229,6 +229,20 @@ def test_a_run_without_an_answer_shows_its_question_and_how_it_ended(fmt: str, r
     assert run(graph, {"question": FIRST}, thread())["status"] == "stuck"
     run(graph, {"question": FOLLOW_UP}, thread())
     said = prompts.EARLIER_STATUS["stuck"]
+    assert f"Asked: {FIRST}\nNot answered: {said}" in prompt_text(model.calls[-1]["messages"])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_run_that_spent_its_budget_is_shown_as_such(fmt: str, run: Runner) -> None:
+    """A run's context gave it a budget its first call spent (before its Action ran); the next
+    run on the thread has none, and sees how the first one ended."""
+    model = FakeChatModel(replies=[look(fmt, "x"), answer("ok")], fixed_usage=(100, 20))
+    graph = graph_for("transcript", fmt, model)
+    first = run(graph, {"question": FIRST}, thread(), context={"max_run_tokens": 50})
+    assert (first["status"], first["answer"]) == ("budget_exhausted", None)
+    run(graph, {"question": FOLLOW_UP}, thread())
+    said = prompts.EARLIER_STATUS["budget_exhausted"]
+    assert said != prompts.EARLIER_STATUS[None]
     assert f"Asked: {FIRST}\nNot answered: {said}" in prompt_text(model.calls[-1]["messages"])
 
 

@@ -14,7 +14,17 @@ from hypothesis import strategies as st
 
 from reactgraph.nodes.running.decisions import Decided, Malformed, check_resume, read_decision
 
-KEYS = ["type", "decisions", "edited_action", "name", "action", "args", "arguments", "message"]
+KEYS = [
+    "type",
+    "decisions",
+    "edited_action",
+    "name",
+    "action",
+    "args",
+    "arguments",
+    "message",
+    "said",
+]
 WORDS = ["approve", "accept", "edit", "respond", "response", "reject", "ignore", "yes", "n"]
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.sampled_from(WORDS) | st.text(max_size=8),
@@ -70,3 +80,14 @@ def test_a_value_that_holds_itself_is_refused_without_walking_it_all() -> None:
     loop.extend([loop, loop])
     with pytest.raises(ValueError, match="too large"):
         check_resume(loop)
+
+
+def test_what_a_person_typed_is_kept_beside_the_decision_one_line_and_bounded() -> None:
+    said = read_decision({"decisions": [{"type": "approve"}], "said": " Yes,\n  go "})
+    assert (said.decision, said.said) == ("approve", "Yes, go")
+    long = read_decision({"decisions": ["no"], "said": "x" * 1000})
+    assert long.decision == "reject" and long.said == "x" * 200
+    for odd in (None, 3, ["yes"], "  "):
+        assert read_decision({"decisions": ["yes"], "said": odd}).said is None
+    with pytest.raises(Malformed, match="'maybe' is not a decision: answer yes to run it or no"):
+        read_decision("maybe")

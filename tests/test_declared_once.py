@@ -37,7 +37,7 @@ def test_durability_and_the_backend_choice_are_defined_once() -> None:
 
 
 def test_every_step_and_action_names_a_node_body_that_exists() -> None:
-    from reactgraph.nodes.features import notes
+    from reactgraph.nodes.loop import notes
     from reactgraph.variants import REGISTRY
 
     for spec in REGISTRY.values():

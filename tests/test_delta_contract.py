@@ -16,8 +16,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.pregel import _checkpoint
 
 from reactgraph import build_graph
-from reactgraph.nodes.loop.delta import MAX_STEPS_BETWEEN_SNAPSHOTS, bound_replay
-from reactgraph.nodes.loop.reducers import SNAPSHOT_EVERY, added_messages, appended, latest
+from reactgraph.nodes.vocabulary.delta import MAX_STEPS_BETWEEN_SNAPSHOTS, bound_replay
+from reactgraph.nodes.vocabulary.reducers import SNAPSHOT_EVERY, added_messages, appended, latest
 from tests.fakes import ToolLog, action, answer, fake_model
 
 DELTA_CHANNELS = {

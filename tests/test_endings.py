@@ -1,4 +1,4 @@
-"""The statuses are one declaration (``reactgraph.nodes.loop.endings``): the state's type, the
+"""The statuses are one declaration (``reactgraph.nodes.vocabulary.endings``): the state's type, the
 variants, the chat view, the console and the eval report all follow it."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import get_args, get_type_hints
 from reactgraph.app import console
 from reactgraph.app.eval import report
 from reactgraph.nodes.chatview import chat
-from reactgraph.nodes.loop.endings import ENDINGS, STATUSES, Status
-from reactgraph.nodes.loop.state import State
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.endings import ENDINGS, STATUSES, Status
+from reactgraph.nodes.vocabulary.state import State
 from reactgraph.spec import Variant
 from reactgraph.variants import REGISTRY
 
@@ -22,6 +23,14 @@ def test_the_state_type_is_the_declaration() -> None:
     assert get_args(Status) == STATUSES == tuple(ENDINGS)
     hint = get_type_hints(State, include_extras=True)["status"]
     assert set(STATUSES) <= set(re.findall(r"'(\w+)'", repr(hint)))
+
+
+def test_every_status_has_its_words_in_the_next_runs_conversation_block() -> None:
+    """A run that ended without an answer is shown to the next run on its thread by its status
+    (``history_runs``): a status added without its words would read "did not finish"."""
+    assert set(prompts.EARLIER_STATUS) == {*STATUSES, None}
+    said = [prompts.EARLIER_STATUS[s] for s in (*STATUSES, None)]
+    assert len(set(said)) == len(said) and all(s.strip() for s in said)
 
 
 def ends_of(spec: Variant) -> set[str]:
@@ -49,7 +58,7 @@ def test_the_console_the_report_and_the_chat_view_read_it() -> None:
     for ending in ENDINGS.values():
         assert console.STATUS_STYLE[ending.status] in ("green", "yellow", "red")
         assert report._COLOURS[ending.status] == ending.colour
-        assert chat._ENDINGS.get(ending.status) == ending.chat
+        assert chat.chat_ending(ending.status) == ending.chat
     assert report.STATUSES == STATUSES
     table = report.markdown_table([])
     header = table.splitlines()[0]

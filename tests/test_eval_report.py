@@ -163,3 +163,20 @@ def test_tokens_and_cost_stand_beside_em_and_f1(tmp_path: Path) -> None:
     assert header[2:6] == ["EM %", "F1 %", "tokens", "cost"] and "budget_exhausted" in header
     assert "| cheap | 2 | 50.0 | 100.0 | 3,050 | 0.75 | 1 |" in table
     assert "| unpriced | 1 | 100.0 | 100.0 | 1,050 | \u2013 |" in table
+
+
+def test_the_report_shows_the_cached_share_of_prompt_tokens() -> None:
+    lines = [
+        result("notes", "a", prompt_tokens=1000, cache_read_tokens=800),
+        result("notes", "b", prompt_tokens=1000, cache_read_tokens=400),
+        result("transcript", "a", prompt_tokens=1000),  # a line from before they were counted
+    ]
+    notes, transcript = summarize(lines)
+    assert (notes.cache_read_tokens, notes.cached_share) == (1200, 0.6)
+    assert (transcript.cache_read_tokens, transcript.cached_share) == (0, 0.0)
+    table = markdown_table([notes, transcript]).splitlines()
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    column = header.index("cached %")
+    assert table[2].strip("|").split("|")[column].strip() == "60.0"
+    assert table[3].strip("|").split("|")[column].strip() == "0.0"
+    assert summarize([result("x", "a", prompt_tokens=0)])[0].cached_share is None

@@ -17,7 +17,17 @@ from langchain_core.tools import tool
 from reactgraph import build_graph
 from reactgraph.models import chat_model
 from reactgraph.nodes.calling.providers import ModelCallError
-from tests.fakes import FakeOpenAIServer, Raw, Runner, Trickle, action, answer, fake_model
+from tests.fakes import (
+    FakeOpenAIServer,
+    Fault,
+    Hang,
+    Raw,
+    Runner,
+    Trickle,
+    action,
+    answer,
+    fake_model,
+)
 
 # Subprocesses and servers: `make test` runs them, `make test-quick` leaves them out.
 pytestmark = pytest.mark.slow
@@ -28,7 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(params=["aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The HTTP fault tests run on both of chat_model's async transports."""
-    monkeypatch.setattr("reactgraph.transport.default_transport", lambda: request.param)
+    monkeypatch.setattr(
+        "reactgraph.nodes.calling.transport.default_transport", lambda: request.param
+    )
     return request.param
 
 
@@ -177,7 +189,7 @@ HUNG_TOOLS = textwrap.dedent(
     import threading, time
     from langchain_core.tools import tool
     from reactgraph import build_graph
-    from reactgraph.nodes.calling.deadlines import MAX_ABANDONED
+    from reactgraph.nodes.running.deadlines import MAX_ABANDONED
     from tests.fakes import fake_model, action, answer
 
     @tool
@@ -207,3 +219,90 @@ def test_hung_tool_calls_are_capped_instead_of_piling_up_threads() -> None:
     timed_out, unavailable, threads, cap = map(int, result.stdout.split())
     assert timed_out == cap and unavailable == 2 * cap
     assert threads <= cap + 4  # the abandoned calls, the main thread, and a few helpers
+
+
+REFUSALS = [400, 401, 403, 404, 413, 422]
+
+
+@pytest.mark.parametrize("status", REFUSALS)
+def test_a_call_the_server_refuses_stops_the_run_resumably_naming_the_status(
+    openai_server: FakeOpenAIServer, run: Runner, status: int
+) -> None:
+    """A 4xx that another try cannot change is not retried: the run stops at its step with a
+    ``ModelRefused`` naming the status and the server (its cause the client's error), and goes
+    on from there once the server answers."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from reactgraph.nodes.calling.providers import ModelRefused
+
+    openai_server.script.append(Fault(status, "no such model: gpt-4o-mini"))
+    llm = chat_model("gpt-4o-mini", base_url=openai_server.url, timeout=5)
+    graph = build_graph("transcript", model=llm, tools=[], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"t{status}"}}
+    with pytest.raises(ModelRefused) as refused:
+        run(graph, {"question": "q"}, config)
+    said = str(refused.value)
+    assert f"the model at {openai_server.url} refused the call: HTTP {status} " in said
+    assert "(no such model: gpt-4o-mini)" in said and len(openai_server.requests) == 1
+    assert getattr(refused.value.__cause__, "status_code", None) == status
+    assert graph.get_state(config).next == ("call_model",)  # resumable at that step
+    openai_server.script.append("Final Answer: ok")
+    assert run(graph, None, config)["answer"] == "ok"
+
+
+def test_the_summarizers_refused_call_falls_back_to_dropping_turns(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    """A summary the server refuses (its prompt too large for it) is no summary: the oldest
+    turns are dropped instead, and the run goes on."""
+    turns = iter(range(100))
+
+    def responder(body: dict) -> object:
+        if "compacting" in str(body["messages"][0].get("content")):
+            return Fault(413, "prompt too large")
+        return "Final Answer: done" if next(turns) == 5 else "Action: echo[x]"
+
+    openai_server.responder = responder
+    llm = chat_model("gpt-4o-mini", base_url=openai_server.url, timeout=5)
+
+    @tool
+    def echo(text: str) -> str:
+        """Echoes its input."""
+        return f"echo {text}"
+
+    graph = build_graph(
+        "compaction", model=llm, tools=[echo], context_window=1000, compaction_threshold=0.5,
+        keep_turns=1, stuck_repeats=100, token_counter=lambda messages: 100 * len(messages),
+    )  # fmt: skip
+    out = graph.invoke({"question": "q"})
+    assert out["status"] == "answered"
+    assert out["compactions"] and out["compactions"][0]["summary"] is None
+
+
+def test_no_retry_starts_that_would_end_past_the_time_budget(
+    openai_server: FakeOpenAIServer, run: Runner, transport: str
+) -> None:
+    """A server asking to be called again in 30 s, on a run with 2 s: no wait and no retry are
+    started; the run ends budget_exhausted on max_run_seconds, the refused try not counted (its
+    server answered it: nothing was billed)."""
+    busy = Fault(503, "busy", {"Retry-After": "30"})
+    openai_server.responder = lambda body: busy
+    graph = http_graph(openai_server, timeout=60, model_retries=5, max_run_seconds=2)
+    out = run(graph, {"question": "q"})
+    assert out["status"] == "budget_exhausted" and out["budget"]["budget"] == "max_run_seconds"
+    assert len(openai_server.requests) == 1
+    assert out["budget"]["spent"] < 30  # the wait was not started
+    assert out["usage"]["prompt_tokens"] == 0
+
+
+def test_a_model_call_is_cut_at_the_time_left_not_at_its_timeout(
+    openai_server: FakeOpenAIServer, run: Runner, transport: str
+) -> None:
+    """A server that takes 30 s, with a client timeout of 60 s, on a run with 1 s: the call is
+    given up at the time left, not retried, and its prompt counted (it was sent)."""
+    openai_server.responder = lambda body: Hang(30, "Final Answer: too late")
+    graph = http_graph(openai_server, timeout=60, model_retries=5, max_run_seconds=1)
+    out = run(graph, {"question": "q"})
+    assert out["status"] == "budget_exhausted" and out["budget"]["budget"] == "max_run_seconds"
+    assert len(openai_server.requests) == 1 and out["turns"] == []
+    assert out["usage"]["prompt_tokens"] > 0 and out["usage"]["seconds"] < 30

@@ -15,9 +15,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.loop import prompts
 from reactgraph.nodes.reading.textparser import parse_react
 from reactgraph.nodes.reading.toolcalls import read_tool_calls
+from reactgraph.nodes.vocabulary import prompts
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.tools import default_tools
 from reactgraph.tools.mcp.config import WHERE_CHARS, where
@@ -347,7 +347,7 @@ def test_a_server_that_never_returns_tool_calls_is_warned_about_once(
     openai_server.responder = lambda _body: "Thought: look it up.\nAction: search[Eiffel Tower]"
     llm = chat_model("local", base_url=openai_server.url, api_key="none")
     graph = build_graph("transcript", model=llm, tools=default_tools(), action_format="tool_calls")
-    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.calling.model"):
+    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.loop.model"):
         for thread in ("a", "b"):
             graph.invoke({"question": "When?"}, {"configurable": {"thread_id": thread}})
     warned = [
@@ -365,7 +365,7 @@ def test_a_reply_that_answers_without_a_tool_is_not_warned_about(
     forget_no_tool_calls()
     model = fake_model(call("search", {"query": "Eiffel"}), "1889.")
     graph = build_graph("notes", model=model, tools=default_tools(), action_format="tool_calls")
-    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.calling.model"):
+    with caplog.at_level(logging.WARNING, logger="reactgraph.nodes.loop.model"):
         out = run(graph, {"question": "When?"}, {"configurable": {"thread_id": "t"}})
     assert out["answer"] == "1889."
     assert not [r for r in caplog.records if "instead of calling a tool" in r.getMessage()]

@@ -13,7 +13,7 @@ from reactgraph.app import cli, flags
 from reactgraph.app.flags import MODEL_FLAGS, RunOptions, UsageError, flag, settings_from
 from reactgraph.app.options import run_settings
 from reactgraph.app.recipe import Recipe, tool_timeout
-from reactgraph.nodes.loop.run_settings import RunSettings, knob
+from reactgraph.nodes.vocabulary.run_settings import RunSettings, knob
 from reactgraph.variants import REGISTRY, VARIANTS
 
 RUNNING_COMMANDS = ("ask", "batch", "eval")

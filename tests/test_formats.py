@@ -13,7 +13,7 @@ import pytest
 
 from reactgraph.nodes import formats
 from reactgraph.nodes.formats import NAMES, ActionFormat
-from reactgraph.nodes.loop.run_settings import RunSettings
+from reactgraph.nodes.vocabulary.run_settings import RunSettings
 from reactgraph.settings import settings_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,11 +41,13 @@ def test_the_interface_is_what_the_formats_differ_in() -> None:
         sorted(
             [
                 "answer_format",
+                "binds_tools",
                 "bound",
                 "check_model",
-                "constraint",
                 "counted",
+                "decoding",
                 "name",
+                "narrowed",
                 "notes_block",
                 "opening",
                 "read",

@@ -14,7 +14,13 @@ import pytest
 
 from reactgraph.nodes.calling.binding import action_arguments
 from reactgraph.nodes.calling.gbnf import MAX_DEPTH, literal
-from reactgraph.nodes.calling.grammar import Lengths, callable_names, react_grammar, schema_grammar
+from reactgraph.nodes.calling.grammar import (
+    STEP_TOKENS,
+    Lengths,
+    callable_names,
+    react_grammar,
+    schema_grammar,
+)
 from reactgraph.nodes.reading.textparser import clean_reply, parse_react
 from reactgraph.nodes.running.tool_io import tool_arguments
 from reactgraph.tools import calculator, search_tools
@@ -316,3 +322,105 @@ def test_misuse_is_a_type_error() -> None:
 def test_a_tool_whose_schema_cannot_be_read_is_left_out() -> None:
     grammar = react_grammar({**SEED, "broken": None})
     assert "broken" not in grammar
+
+
+LABELLED: dict[str, Any] = {
+    "mode": {"enum": ["Observation: made up", "OBSERVATION: x", "fine"]},
+    "note": {"const": "see observation:\nbelow"},
+    "Observation:": {"type": "integer"},  # a property so named
+    "short": {"type": "string", "maxLength": 40},  # lengths exact: a colon is its escape
+}
+
+
+def no_observation(text: str) -> None:
+    """Nothing the parser or the server's stop sequence would take for an Observation."""
+    assert "observation:" not in text.lower(), text
+    assert clean_reply(text) == text.strip(), text
+
+
+@pytest.mark.parametrize("cap", [256, 4096])
+def test_a_value_holding_observation_is_written_escaped_never_as_the_label(cap: int) -> None:
+    """A ``const``, an ``enum`` value or a property's name holding "Observation:" was a literal
+    the model could write, and the server's stop sequence cut the reply there: it is written
+    with the n as its JSON escape, the same value, and no reply the grammar allows holds the
+    label in any case."""
+    grammar = checked(react_grammar({"tool": LABELLED}, max_completion_tokens=cap))
+    assert "observation:" not in grammar.lower()
+    pattern = to_regex(grammar)
+    value = {"mode": "Observation: made up", "note": "see observation:\nbelow", "Observation:": 1}
+    value["short"] = "at 10:30"
+    raw = f"Thought: t\nAction: tool[{json.dumps(value)}]"
+    assert not pattern.fullmatch(raw)
+    escaped = json.dumps(value).replace("n:", "\\u006e:").replace("N:", "\\u004e:")
+    escaped = escaped.replace("0:", "0\\u003a")
+    reply = f"Thought: t\nAction: tool[{escaped}]"
+    assert pattern.fullmatch(reply), reply
+    no_observation(reply)
+    parsed = parse_react(reply, ["tool"])
+    assert parsed["kind"] == "action" and json.loads(parsed["action_input"]) == value
+    schema = {"type": "object", "properties": LABELLED, "required": list(LABELLED)}
+    for text in replies(grammar, n=200):
+        no_observation(text)
+        found = parse_react(text, ["tool"])
+        assert found["kind"] in ("action", "answer"), (text, found)
+        if found["kind"] == "action":
+            jsonschema.validate(json.loads(found["action_input"]), schema)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"const": "Observation: done"},
+        {"enum": ["observation: a", {"Observation:": "n:"}]},
+        {"type": "object", "properties": {"Observation:": {"type": "string", "maxLength": 9}}},
+    ],
+)
+def test_an_answer_schemas_values_never_write_the_label(schema: dict[str, Any]) -> None:
+    for grammar in (
+        react_grammar(SEED, forced=True, answer_schema=schema, max_completion_tokens=512),
+        schema_grammar(schema),
+    ):
+        checked(grammar)
+        assert "observation:" not in grammar.lower()
+        for text in replies(grammar, n=100):
+            no_observation(text)
+            if text.startswith("Thought"):
+                found = parse_react(text, list(SEED))
+                assert found["kind"] == "answer", (text, found)
+                text = found["answer"]
+            jsonschema.validate(json.loads(text), schema)
+
+
+@pytest.mark.parametrize("most", [2, 3, 8])
+def test_parallel_calls_allow_one_to_max_action_lines(most: int) -> None:
+    grammar = checked(react_grammar(SEED, max_completion_tokens=4096, max_calls=most))
+    pattern = to_regex(grammar)
+    lines = [f"Action: search[topic {i}]" for i in range(most + 1)]
+    for count in range(1, most + 1):
+        assert pattern.fullmatch("Thought: several.\n" + "\n".join(lines[:count]))
+    assert not pattern.fullmatch("Thought: too many.\n" + "\n".join(lines))
+    assert pattern.fullmatch("Thought: I know it.\nFinal Answer: 1889")
+    assert not pattern.fullmatch("Thought: a\nAction: search[x]\nFinal Answer: y")
+    # What the grammar allows, the parser reads as that many calls (or one, or an answer).
+    names = [*SEED]
+    for text in replies(grammar, n=200):
+        parsed = parse_react(text, names, max_calls=most)
+        assert parsed["kind"] in ("action", "answer"), text
+        assert all(c["error"] is None for c in parsed.get("actions", [])), text
+
+
+def test_the_default_grammar_is_unchanged_by_the_parallel_settings() -> None:
+    assert react_grammar(SEED, max_completion_tokens=4096) == react_grammar(
+        SEED, max_completion_tokens=4096, max_calls=None
+    )
+    assert react_grammar(SEED, max_completion_tokens=4096) == react_grammar(
+        SEED, max_completion_tokens=4096, max_calls=1
+    )
+
+
+def test_several_calls_fit_the_completion_cap() -> None:
+    one = Lengths.within(1024, 10)
+    eight = Lengths.within(1024, 10, calls=8)
+    assert eight.input < one.input
+    # The Thought, then eight lines of a label, a name and an input: within the cap.
+    assert eight.thought + 8 * (eight.input + 10 + STEP_TOKENS) <= 1024

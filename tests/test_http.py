@@ -32,7 +32,9 @@ from tests.fakes import (
 @pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test here runs on both of chat_model's async transports."""
-    monkeypatch.setattr("reactgraph.transport.default_transport", lambda: request.param)
+    monkeypatch.setattr(
+        "reactgraph.nodes.calling.transport.default_transport", lambda: request.param
+    )
     return request.param
 
 
@@ -309,8 +311,9 @@ def test_a_runs_context_can_switch_to_another_openai_compatible_model(
 def test_a_graph_keeps_only_the_newest_per_run_models() -> None:
     """A run's context is anyone's on a server: each model named there is made once and kept,
     the most recently used ``MOST_REMEMBERED`` of them (each holds its connections)."""
-    from reactgraph.nodes.loop.deps import MOST_REMEMBERED, make_deps
-    from reactgraph.nodes.loop.run_settings import RunSettings
+    from reactgraph.nodes.loop.deps import make_deps
+    from reactgraph.nodes.vocabulary.bounded import MOST_REMEMBERED
+    from reactgraph.nodes.vocabulary.run_settings import RunSettings
     from reactgraph.scripted import ScriptedChatModel
 
     made: list[str] = []

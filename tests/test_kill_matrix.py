@@ -1,5 +1,6 @@
 """A run killed right after each of its stored writes, at every K a 3-turn run makes, on SQLite
-and PostgreSQL, sync (as ``ask`` runs) and async (as a batch worker runs): the thread is never
+and PostgreSQL, sync (as ``ask`` runs), sync through an application's middleware (a tool retry
+and a model-call wrapper) and async (as a batch worker runs): the thread is never
 taken for finished, resuming it ends with the answer and turns of an unkilled run, and a
 completed tool call runs again only with the same idempotency key.
 
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = textwrap.dedent(
     """
     import asyncio, contextlib, io, json, os, re, sys
+    from langchain.agents.middleware import AgentMiddleware, ToolRetryMiddleware
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import tool
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -46,6 +48,14 @@ SCRIPT = textwrap.dedent(
     from reactgraph.storage.snapshots import read_thread
 
     db, mode, work, prefix = sys.argv[1:5]
+    sync = mode != "async"
+
+    class Passthrough(AgentMiddleware):
+        def wrap_model_call(self, request, handler):
+            return handler(request)
+
+    middleware = [ToolRetryMiddleware(initial_delay=0), Passthrough()]
+    middleware = middleware if mode == "middleware" else []
     kill_at = [0]
     calls = [0]
 
@@ -67,8 +77,8 @@ SCRIPT = textwrap.dedent(
         return aput_writes if asyncio.iscoroutinefunction(real) else put_writes
 
     for saver_class in (SqliteSaver, PostgresSaver, AsyncSqliteSaver, AsyncPostgresSaver):
-        if mode == "sync" or saver_class.__name__.startswith("Async"):
-            name = "put_writes" if mode == "sync" else "aput_writes"
+        if sync or saver_class.__name__.startswith("Async"):
+            name = "put_writes" if sync else "aput_writes"
             setattr(saver_class, name, counted(getattr(saver_class, name)))
 
     @tool
@@ -104,7 +114,8 @@ SCRIPT = textwrap.dedent(
         # What `ask` and `resume` do: the record, the status, a stream with sync durability.
         config = {"configurable": {"thread_id": thread}}
         with open_db(db) as (saver, store):
-            graph = build_graph("transcript", model=model(), tools=[echo], checkpointer=saver)
+            graph = build_graph("transcript", model=model(), tools=[echo], checkpointer=saver,
+                                middleware=middleware)
             payload = {"question": "q"}
             if resume:
                 status, _ = read_thread(graph, thread)
@@ -147,7 +158,7 @@ SCRIPT = textwrap.dedent(
         return os.waitstatus_to_exitcode(status), out
 
     def run(thread, resume=False):
-        return as_ask(thread, resume) if mode == "sync" else as_batch(thread)
+        return as_ask(thread, resume) if sync else as_batch(thread)
 
     code, plain = in_child(lambda: {**run(prefix + "plain"), "writes": calls[0]})
     assert code == 0, code
@@ -158,7 +169,7 @@ SCRIPT = textwrap.dedent(
         killed, _ = in_child(lambda: run(thread))
         kill_at[0] = 0
         def check():
-            return {"listed": listed(thread) if mode == "sync" else None,
+            return {"listed": listed(thread) if sync else None,
                     **run(thread, resume=True)}
         code, out = in_child(check)
         print(json.dumps({"k": k, "killed": killed, "code": code, **(out or {})}), flush=True)
@@ -166,7 +177,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("mode", ["sync", "middleware", "async"])
 def test_a_kill_after_any_stored_write_resumes_to_the_same_end(
     db: str, mode: str, tmp_path: Path
 ) -> None:
@@ -188,7 +199,7 @@ def test_a_kill_after_any_stored_write_resumes_to_the_same_end(
     for case in cases:
         assert case["killed"] == 9, case  # it died right after its K-th stored write
         assert case["code"] == 0, (case, done.stderr[-3000:])
-        if mode == "sync":
+        if mode != "async":
             assert case["listed"] == "interrupted", case  # `threads` never says finished
         assert (case["answer"], case["turns"]) == ("done after 2", 3), case
     # A completed tool call runs again only as the same call (the same idempotency key).

@@ -84,28 +84,66 @@ def test_the_rooms_hold_what_the_readme_says() -> None:
         "assembly.py",
         "batch.py",
         "build.py",
-        "eventstream.py",
+        "context.py",
+        "forks.py",
         "graph.py",
         "models.py",
         "scripted.py",
         "settings.py",
         "spec.py",
+        "state_edits.py",
         "studio.py",
-        "transport.py",
     }, top
 
 
-# nodes/ is grouped by concern: each room a subpackage, no module left loose beside them.
-NODE_ROOMS = {"loop", "reading", "calling", "running", "features", "chatview", "formats"}
+# nodes/ is grouped by concern: each room a subpackage, no module left loose beside them, and
+# the rooms layered bottom to top: a room imports only the rooms below it (and itself).
+NODE_ROOMS = (
+    "vocabulary",  # the state, the settings, the prompts, the effects: imports no other room
+    "reading",  # reading a reply: pure
+    "running",  # running a tool
+    "calling",  # calling the model, all of it
+    "chatview",  # the chat view of the turns
+    "formats",  # the action formats
+    "middleware",  # the extension seam and the features that join the loop through it
+    "loop",  # the loop's nodes and their routing
+)
+
+
+def node_room(name: str) -> str | None:
+    """The room of a ``reactgraph.nodes.<room>...`` module name (None: not a room's)."""
+    parts = name.split(".")
+    if parts[:2] == ["reactgraph", "nodes"] and len(parts) > 2 and parts[2] in NODE_ROOMS:
+        return parts[2]
+    return None
 
 
 def test_nodes_are_grouped_in_rooms() -> None:
     loose = {p.name for p in (ROOT / "nodes").glob("*.py")}
     assert loose == {"__init__.py"}, loose
     rooms = {p.name for p in (ROOT / "nodes").iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert rooms == NODE_ROOMS, rooms
+    assert rooms == set(NODE_ROOMS), rooms
     for room in rooms:
         assert (ROOT / "nodes" / room / "__init__.py").exists(), room
+
+
+def back_pointing() -> list[tuple[str, str]]:
+    """Every import from a room to a room above it: (the importing file, the module)."""
+    found = []
+    for path in sorted((ROOT / "nodes").rglob("*.py")):
+        room = path.relative_to(ROOT / "nodes").parts[0]
+        if room not in NODE_ROOMS:
+            continue
+        for name in imported(ast.parse(path.read_text())):
+            target = node_room(name)
+            if target is not None and NODE_ROOMS.index(target) > NODE_ROOMS.index(room):
+                found.append((str(path.relative_to(ROOT)), name))
+    # ``from reactgraph.nodes import formats`` names the formats room as a module
+    return sorted(set(found))
+
+
+def test_the_rooms_import_downward_only() -> None:
+    assert back_pointing() == []
 
 
 def test_a_room_shares_its_name_with_no_module() -> None:
@@ -134,3 +172,31 @@ def test_every_path_the_architecture_map_names_exists() -> None:
     assert len(named) > 50, named
     missing = sorted(path for path in named if not (ROOT / path).exists())
     assert not missing, missing
+
+
+# The loop's features join it through the middleware seam: the loop's own modules (the node
+# bodies, the shell, the prompt) know the seam, never a feature. The one exception, the routers,
+# reads where the approval gate's node goes next.
+SEAM = {"reactgraph.nodes.middleware.seam", "reactgraph.nodes.middleware.scope"}
+KNOWS_A_FEATURE = {"nodes/loop/routing.py": {"reactgraph.nodes.middleware.approval"}}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "nodes/loop").glob("*.py")), ids=lambda p: p.name)
+def test_no_node_body_names_a_feature(path: Path) -> None:
+    allowed = SEAM | KNOWS_A_FEATURE.get(str(path.relative_to(ROOT)), set())
+    modules = {
+        ".".join(name.split(".")[:4])
+        for name in imported(ast.parse(path.read_text()))
+        if name.startswith("reactgraph.nodes.middleware.")
+    }
+    assert modules <= allowed, sorted(modules - allowed)
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = {
+        str(path.relative_to(ROOT)): n
+        for folder in ("graphs", "nodes", "tools")
+        for path in (ROOT / folder).rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > 400
+    }
+    assert not long, long

@@ -3,7 +3,7 @@ message, hard line breaks included, for a streaming model (the real ``ChatOpenAI
 test server) and one that does not stream (the scripted model), sync and async; the loop itself
 parses, records and re-sends what the model wrote. This is also the test that fails if
 langchain-core stops running inline callbacks in order
-(``reactgraph.nodes.chatview.linebreaks``)."""
+(``reactgraph.nodes.calling.linebreaks``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
-from reactgraph.nodes.chatview.linebreaks import hard, plain
+from reactgraph.nodes.calling.linebreaks import hard, plain
 from reactgraph.tools import calculator, search_tools
 from tests.fakes import SEED, FakeChatModel, FakeOpenAIServer
 

@@ -21,7 +21,7 @@ pytest.importorskip("mcp")
 from langchain_core.tools import BaseTool
 
 from reactgraph import ReactGraph, build_graph
-from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.vocabulary import prompts
 from reactgraph.tools.mcp import MCPSessions, load_mcp_tools
 from tests.fakes import FakeChatModel, Runner, action, answer, fake_model
 from tests.mcp_servers import HAS_PROC, HttpServer, stdio, wait_gone

@@ -151,7 +151,7 @@ def test_tool_names_that_cannot_be_mended_are_refused_naming_the_server() -> Non
     from reactgraph.tools.mcp.load import named
 
     pairs = named({"s": {}}, [_tools("my tool", "new\nline", "3d", "ok.")], False, "")
-    assert [mended for _, _, mended in pairs] == ["my_tool", "new_line", "_3d", "ok"]
+    assert [mended for _, _, mended in pairs] == ["my_tool", "new_line", "tool_3d", "ok"]
     for bad in ("∑", "x" * 65, "x" * 10_000):
         with pytest.raises(ValueError, match=r"^MCP server 's' offers a tool named .+, which "):
             named({"s": {}}, [_tools(bad)], False, "")

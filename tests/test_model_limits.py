@@ -14,8 +14,8 @@ from reactgraph import build_graph
 from reactgraph.app.cli import main
 from reactgraph.models import chat_model
 from reactgraph.nodes.calling.tokens import message_text
-from reactgraph.nodes.features.compaction import FALLBACK_WINDOW
-from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.loop.compaction import FALLBACK_WINDOW
+from reactgraph.nodes.vocabulary import prompts
 from reactgraph.variants import REGISTRY
 from tests.fakes import FakeChatModel, FakeOpenAIServer, Runner, ToolLog, action, answer
 

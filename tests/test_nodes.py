@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from reactgraph.assembly import (
-    after,
+from reactgraph.assembly import loop_middleware
+from reactgraph.nodes.loop.acting import run_tool
+from reactgraph.nodes.loop.control import parse_reply, repeats, start_run, turn_cap_reached
+from reactgraph.nodes.loop.deps import make_deps
+from reactgraph.nodes.loop.model import call_model
+from reactgraph.nodes.loop.routing import (
     route_after_approve_action,
     route_after_parse_reply,
     route_after_step,
     route_after_turn,
 )
-from reactgraph.nodes.calling.model import call_model
-from reactgraph.nodes.loop.control import parse_reply, repeats, start_run, turn_cap_reached
-from reactgraph.nodes.loop.deps import make_deps
-from reactgraph.nodes.loop.effects import adrive, drive
-from reactgraph.nodes.loop.run_settings import NotesSettings
-from reactgraph.nodes.loop.state import ModelReply, State, Turn
 from reactgraph.nodes.loop.transcript import View, render_prompt
-from reactgraph.nodes.running.tool_runs import run_tool, truncate
+from reactgraph.nodes.running.tool_runs import truncate
+from reactgraph.nodes.vocabulary.effects import adrive, drive
+from reactgraph.nodes.vocabulary.reducers import after
+from reactgraph.nodes.vocabulary.run_settings import NotesSettings
+from reactgraph.nodes.vocabulary.state import ModelReply, State, Turn
 from reactgraph.settings import check_all
 from reactgraph.variants import REGISTRY
 from tests.fakes import ToolLog, action, answer, fake_model
@@ -78,7 +81,8 @@ def parsed_action(name: str, tool_input: str) -> dict[str, Any]:
 
 @pytest.fixture
 def deps():
-    return make_deps(fake_model(answer("ok")), [ToolLog().echo()], NotesSettings.of(SETTINGS))
+    made = make_deps(fake_model(answer("ok")), [ToolLog().echo()], NotesSettings.of(SETTINGS))
+    return replace(made, chain=loop_middleware("notes", made.model, ["echo", "other"]))
 
 
 def test_render_prompt_starts_with_the_filled_prompt_then_the_turns(deps) -> None:
@@ -208,25 +212,22 @@ def test_run_tool_turns_an_invalid_reply_into_its_correction(deps) -> None:
 
 
 def test_routers_read_the_state_after_the_node(deps) -> None:
-    actions, tools = frozenset({"update_notes"}), frozenset({"echo", "other"})
-    assert route_after_parse_reply(state(status="answered"), actions, tools, deps) == "__end__"
+    actions = frozenset({"update_notes"})
+    assert route_after_parse_reply(state(status="answered"), actions, deps) == "__end__"
     parsed = parsed_action("echo", "x")
-    assert (
-        route_after_parse_reply(state(status=None, parsed=parsed), actions, tools, deps)
-        == "run_tool"
-    )
+    assert route_after_parse_reply(state(status=None, parsed=parsed), actions, deps) == "run_tool"
     notes = parsed_action("update_notes", "x")
-    assert route_after_parse_reply(state(parsed=notes), actions, tools, deps) == "update_notes"
+    assert route_after_parse_reply(state(parsed=notes), actions, deps) == "update_notes"
     # A tool the run's approve setting names waits for a person; the others, and the
     # variant's own actions, do not.
     for names, to in ((("echo",), "approve_action"), (("all",), "approve_action")):
         approving = state(parsed=parsed, settings={**SETTINGS, "approve": names})
-        assert route_after_parse_reply(approving, actions, tools, deps) == to
+        assert route_after_parse_reply(approving, actions, deps) == to
     for names in ((), ("other",)):
         approving = state(parsed=parsed, settings={**SETTINGS, "approve": names})
-        assert route_after_parse_reply(approving, actions, tools, deps) == "run_tool"
+        assert route_after_parse_reply(approving, actions, deps) == "run_tool"
     everything = state(parsed=notes, settings={**SETTINGS, "approve": ("all",)})
-    assert route_after_parse_reply(everything, actions, tools, deps) == "update_notes"
+    assert route_after_parse_reply(everything, actions, deps) == "update_notes"
     for decision, to in (("approve", "run_tool"), ("edit", "run_tool"), ("reject", "call_model")):
         decided = {**parsed, "approval": {"decision": decision, "by": "p"}}
         assert (

@@ -14,7 +14,7 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from reactgraph import build_graph
-from reactgraph.nodes.features.notes import FileNotes, StoreNotes, safe_name
+from reactgraph.nodes.loop.notes import FileNotes, StoreNotes, safe_name
 from tests.fakes import Runner, ToolLog, action, answer, fake_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reactgraph.nodes.reading.textparser import MAX_CALLS, clean_reply, parse_react
+from reactgraph.nodes.reading.textparser import clean_reply, parse_react
+from reactgraph.nodes.reading.textscan import MAX_CALLS
 
 TOOLS = ["search", "lookup", "calculator", "update_notes"]
 

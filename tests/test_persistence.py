@@ -35,7 +35,7 @@ RUN = textwrap.dedent(
     from reactgraph import build_graph
     from reactgraph.storage.database import open_db
     from reactgraph.scripted import ScriptedChatModel
-    from reactgraph.nodes.features import notes as notes_module
+    from reactgraph.nodes.loop import notes as notes_module
 
     db, thread, point, mode, work = sys.argv[1:6]
     marker = os.path.join(work, "killed")

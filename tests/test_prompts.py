@@ -7,7 +7,7 @@ import string
 
 import pytest
 
-from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.vocabulary import prompts
 
 FIELDS = {
     "blocks": "an image block",
@@ -27,6 +27,9 @@ FIELDS = {
     "hanging": 8,
     "kind": "int",
     "turn": 3,
+    "index": 2,
+    "cap": 8,
+    "proposed": "search[Paris]",
     "problem": "bad",
     "notes": "[x] A",
     "limit": 4000,
@@ -53,6 +56,9 @@ FIELDS = {
     "problems": "at $.years: not an integer",
     "count": 3,
     "spent": 960,
+    "budget": "max_run_tokens",
+    "said": "yes",
+    "decided": "approved",
     "unit": "tokens",
     "where": " at http://127.0.0.1:8000/v1",
 }

@@ -204,7 +204,7 @@ def test_run_many_resumes_a_thread_its_question_left_interrupted(tmp_path: Path)
     import asyncio
 
     from reactgraph.batch import run_many
-    from reactgraph.nodes.loop.standing import status_of
+    from reactgraph.nodes.vocabulary.standing import status_of
     from reactgraph.storage.database import aopen_db
 
     def broken(messages: list) -> str:

@@ -32,7 +32,7 @@ from reactgraph.nodes.calling import streamchoice
 from reactgraph.nodes.calling.binding import describe_tools
 from reactgraph.nodes.calling.providers import ModelCallError
 from reactgraph.nodes.calling.tokens import TokenCounter
-from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.vocabulary import prompts
 from reactgraph.tools import calculator, search_tools
 from reactgraph.variants import REGISTRY
 from tests.llama_server import ALIAS, LlamaServer, available

@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from reactgraph.nodes.loop.reducers import added_messages
+from reactgraph.nodes.vocabulary.reducers import added_messages
 from tests.fakes import count_index_builds
 
 

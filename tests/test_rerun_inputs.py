@@ -12,7 +12,7 @@ import pytest
 from reactgraph.app.batchfile import read_questions, run_file
 from reactgraph.app.eval import read_hotpotqa, read_jsonl
 from reactgraph.app.eval.run import run_eval
-from reactgraph.nodes.loop.storable import REPLACEMENT
+from reactgraph.nodes.vocabulary.storable import REPLACEMENT
 from tests.fakes import scripted_recipe as recipe
 from tests.test_cli import lines_of
 

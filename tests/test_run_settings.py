@@ -33,6 +33,9 @@ def responder(messages: list[BaseMessage]) -> str:
     return action("echo", f"step {done}") if done < 6 else answer("done")
 
 
+TWO_ECHOES = "Thought: both.\nAction: echo[a]\nAction: echo[b]"
+
+
 class Flaky:
     """A first call that times out (a transient fault), then answers."""
 
@@ -56,6 +59,10 @@ def nap(text: str) -> str:
 def counter(messages: Any) -> int:
     """100 tokens a message: compaction thresholds in whole messages."""
     return 100 * len(messages)
+
+
+RUNG = FakeChatModel(replies=[lambda messages: answer("the rung's")] * 10_000, model_name="rung")
+"""The model ladder's one rung (every run of the probes may call it)."""
 
 
 @dataclass
@@ -134,6 +141,12 @@ PROBES: dict[str, Probe] = {
     # Without a base_url the built (scripted) model answers; with one, the server does.
     "base_url": Probe({}, {"base_url": None}, lambda r: len(r["_server"].requests)),
     "window_turns": Probe({"window_turns": 8}, {"window_turns": 1}, window_hides_step_0),
+    # How many echoes each prompt shows: 4 at most, or up to 7 in a window moving 4 at once.
+    "window_step": Probe(
+        {"window_turns": 4},
+        {"window_step": 4},
+        lambda r: [p.count("echo: step") for p in r["_model"].prompts],
+    ),
     "max_notes_chars": Probe(
         {},
         {"max_notes_chars": 10},
@@ -193,6 +206,33 @@ PROBES: dict[str, Probe] = {
         {},
         {"tool_call_limits": {"echo": 0}},
         lambda r: (obs(r)[0], r["usage"]["tool_calls"]),
+    ),
+    # Both Actions of one reply run (off: a correction, one action per turn).
+    "parallel_tool_calls": Probe(
+        {},
+        {"parallel_tool_calls": True},
+        lambda r: (obs(r)[0], r["usage"]["tool_calls"]),
+        lambda: [TWO_ECHOES, answer("d")],
+    ),
+    # The calls past the cap are answered, not run.
+    "max_parallel_calls": Probe(
+        {"parallel_tool_calls": True},
+        {"max_parallel_calls": 1},
+        lambda r: (obs(r)[0], r["usage"]["tool_calls"]),
+        lambda: [TWO_ECHOES, answer("d")],
+    ),
+    # The model ladder: the built rung answers once the run moves up to it.
+    "escalate_to": Probe(
+        {"escalate_to": [RUNG]},
+        {"escalate_to": "none"},
+        lambda r: (r["status"], r["answer"]),
+        lambda: [f"Not sure, take {n}." for n in range(100)],
+    ),
+    "escalate_after": Probe(
+        {"escalate_to": [RUNG]},
+        {"escalate_after": 3},
+        lambda r: r["answer"],
+        lambda: ["Not sure.", "Still not sure.", answer("the small one's")],
     ),
 }
 

@@ -10,7 +10,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import VARIANTS, RunContext, build_graph
-from reactgraph.nodes.loop.run_settings import RunSettings, knob
+from reactgraph.nodes.vocabulary.run_settings import RunSettings, knob
 from reactgraph.settings import settings_of
 from reactgraph.variants import REGISTRY
 from tests.fakes import ToolLog, action, answer, fake_model
@@ -139,3 +139,56 @@ def test_the_graph_is_langgraphs_own_class_and_copies_keep_the_checks() -> None:
     assert isinstance(copy, ReactGraph)
     with pytest.raises(ValueError, match="window_turns"):
         copy.invoke({"question": "q"}, context={"window_turns": 2})
+
+
+UNSTORABLE = [
+    ({"max_run_tokens": 2**64}, "max_run_tokens cannot be stored: it holds an integer outside"),
+    ({"max_turns": 2**64}, "max_turns cannot be stored"),
+    ({"max_turns": 2**63}, "max_turns cannot be stored"),
+    ({"tool_call_limits": {"echo": 2**70}}, r"tool_call_limits\['echo'\] cannot be stored"),
+    (
+        {"answer_schema": {"type": "object", "properties": {"a\ud800": {"type": "string"}}}},
+        "answer_schema cannot be stored: it holds a character U\\+D800 at position 1 in the key",
+    ),
+    ({"answer_schema": {"type": "string", "maxLength": 2**64}}, "answer_schema cannot be stored"),
+    ({"instructions": "be\x00brief"}, "instructions cannot be stored: it holds a character U"),
+    ({"approve": ["echo\udc80"]}, "approve cannot be stored"),
+]
+
+
+@pytest.mark.parametrize(("settings", "says"), UNSTORABLE)
+def test_a_setting_no_checkpointer_can_store_is_refused_before_anything_is_stored(
+    settings: dict, says: str
+) -> None:
+    """Values that pass their type and range but that msgpack or JSON cannot write (an integer
+    of 2^63 or more, a lone surrogate, NUL) are a ValueError from the one check: at build time,
+    and from a run's context under invoke and ainvoke, with nothing stored."""
+    with pytest.raises(ValueError, match=says):
+        build_graph(
+            "transcript", model=fake_model(answer("ok")), tools=[ToolLog().echo()], **settings
+        )
+    saver = InMemorySaver()
+    built = build_graph(
+        "transcript", model=fake_model(answer("ok")), tools=[ToolLog().echo()], checkpointer=saver
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(ValueError, match=says):
+        built.invoke({"question": "q"}, config, context=settings)
+    with pytest.raises(ValueError, match=says):
+        asyncio.run(built.ainvoke({"question": "q"}, config, context=settings))
+    assert list(saver.list(config)) == []
+
+
+def test_the_largest_storable_integer_is_taken_and_stored() -> None:
+    saver = InMemorySaver()
+    most = 2**63 - 1
+    built = build_graph(
+        "transcript",
+        model=fake_model(answer("ok")),
+        tools=[ToolLog().echo()],
+        checkpointer=saver,
+        max_run_tokens=most,
+        tool_call_limits={"echo": most},
+    )
+    out = built.invoke({"question": "q"}, {"configurable": {"thread_id": "t"}})
+    assert out["settings"]["max_run_tokens"] == most and out["status"] == "answered"

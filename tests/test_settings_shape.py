@@ -13,7 +13,7 @@ import pytest
 
 from reactgraph import VARIANTS, build_graph
 from reactgraph.app.flags import MODEL_FLAGS, flag_settings
-from reactgraph.nodes.loop.run_settings import Knob, RunSettings, default_of, knob_of
+from reactgraph.nodes.vocabulary.run_settings import Knob, RunSettings, default_of, knob_of
 from reactgraph.settings import Setting
 from reactgraph.variants import REGISTRY
 from tests.fakes import answer, fake_model
@@ -86,7 +86,7 @@ def test_no_other_class_declares_a_setting() -> None:
         p for top in ("graphs", "nodes", "tools") for p in (ROOT / top).rglob("*.py")
     ):
         where = path.relative_to(ROOT).as_posix()
-        if where == "nodes/loop/run_settings.py":
+        if where == "nodes/vocabulary/run_settings.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.ClassDef):
@@ -98,8 +98,8 @@ def test_no_other_class_declares_a_setting() -> None:
                 if isinstance(target, ast.Name) and target.id in SETTING_NAMES
             }
     assert found == set(CARRIERS), (
-        "a setting is declared once, as a field of nodes/loop/run_settings.py: read the run's "
-        "settings value (deps.run_settings(state)) instead of copying its fields"
+        "a setting is declared once, as a field of nodes/vocabulary/run_settings.py: read the "
+        "run's settings value (deps.run_settings(state)) instead of copying its fields"
     )
 
 

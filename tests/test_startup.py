@@ -86,3 +86,36 @@ def test_threads_and_show_import_only_what_reading_needs(tmp_path: Path) -> None
     loaded = modules_after(["threads", "--db", db], ["show", "t1", "--db", db], cwd=tmp_path)
     assert "reactgraph.app.viewing" in loaded and "langgraph" in tops(loaded)
     assert not {m for m in NOT_FOR_READING if m in loaded or m in tops(loaded)}
+
+
+def test_threads_and_show_without_a_database_import_no_langgraph(tmp_path: Path) -> None:
+    """Pointed at a database that does not exist, ``threads`` and ``show`` say so before
+    anything of LangGraph or LangChain loads (it was 4.6 s to say it)."""
+    missing = str(tmp_path / "none.sqlite")
+    loaded = modules_after(["threads", "--db", missing], ["show", "t1", "--db", missing])
+    assert "reactgraph.app.viewing" in loaded and "reactgraph.app.console" in loaded
+    assert not tops(loaded) & set(HEAVY), sorted(tops(loaded) & set(HEAVY))
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_the_metadata_keys_are_the_builds_own() -> None:
+    from reactgraph import build, variants
+
+    assert (build.VARIANT_KEY, build.MODEL_KEY) == (variants.VARIANT_KEY, variants.MODEL_KEY)
+
+
+def test_the_console_scripts_version_loads_neither_the_parser_nor_the_registry() -> None:
+    """``reactgraph --version`` (the console script, ``reactgraph.app.entry``) answers from the
+    package's metadata before the parser, the registry or ``importlib.metadata`` loads."""
+    probe = "import json, sys\nsys.argv = ['reactgraph', '--version']\n"
+    probe += "from reactgraph.app.entry import main\nmain()\n"
+    probe += "print(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"reactgraph {cli.package_version()}\n"
+    loaded = set(json.loads(result.stderr.strip().splitlines()[-1]))
+    assert "reactgraph.app.entry" in loaded
+    heavy = {"reactgraph.app.cli", "reactgraph.variants", "reactgraph.settings", "email"}
+    assert not {m for m in loaded if m in heavy or m.split(".")[0] in heavy} | (
+        tops(loaded) & set(HEAVY)
+    )

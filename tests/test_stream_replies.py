@@ -63,7 +63,9 @@ CASES = [
 @pytest.fixture(params=["aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """chat_model's two async transports (the sync client is the same for both)."""
-    monkeypatch.setattr("reactgraph.transport.default_transport", lambda: request.param)
+    monkeypatch.setattr(
+        "reactgraph.nodes.calling.transport.default_transport", lambda: request.param
+    )
     return request.param
 
 

@@ -107,6 +107,45 @@ def test_studio_serves_every_variant_end_to_end(
     assert values["structured_answer"] == {"years": 48} and values["status"] == "answered"
 
 
+def test_a_clients_answer_schema_can_neither_freeze_the_server_nor_fail_every_answer(
+    studio: str, openai_server: FakeOpenAIServer
+) -> None:
+    """A run's context sends the answer schema: a backtracking pattern (hours on Python's re,
+    the GIL held, every other client waiting) checks the answer at once; a schema no answer
+    can pass fails the run before anything is stored, saying why."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=studio)
+    word = {"type": "object", "properties": {"word": {"type": "string", "pattern": "^(a+)+$"}}}
+    openai_server.responder = lambda body: (
+        'Final Answer: {"word": "aaaa"}'
+        if "does not match the answer's JSON schema" in str(body["messages"])
+        else 'Final Answer: {"word": "' + "a" * 40 + 'b"}'
+    )
+    context = {"model_name": "gpt-4o-mini", "base_url": openai_server.url}
+    question = {"question": "Which word?"}
+    values = client.runs.wait(
+        client.threads.create()["thread_id"],
+        "transcript",
+        input=question,
+        context={**context, "answer_schema": word},
+    )
+    assert values["structured_answer"] == {"word": "aaaa"} and values["status"] == "answered"
+    for schema, says in (
+        ({"$ref": "#"}, "loop back to the same value"),
+        ({"$dynamicRef": "https://example.com/s#meta"}, "refer only to its own parts"),
+        ({"pattern": "(a)\\1"}, "cannot run in linear time"),
+    ):
+        thread = client.threads.create()["thread_id"]
+        run = client.runs.create(
+            thread, "transcript", input=question, context={**context, "answer_schema": schema}
+        )
+        joined = client.runs.join(thread, run["run_id"])
+        assert client.runs.get(thread, run["run_id"])["status"] == "error", schema
+        assert says in json.dumps(joined), joined
+        assert not client.threads.get_state(thread)["values"]
+
+
 def test_langgraph_json_lists_every_variant() -> None:
     graphs = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
     assert set(graphs) == set(VARIANTS)

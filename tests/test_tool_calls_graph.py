@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langchain_core.tools import tool
 
 from reactgraph import RunContext, build_graph
-from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.vocabulary import prompts
 from reactgraph.tools import calculator, search_tools
 from reactgraph.variants import REGISTRY, VARIANTS
 from tests.fakes import (

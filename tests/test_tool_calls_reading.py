@@ -15,8 +15,8 @@ from langchain_core.tools import InjectedToolCallId, tool
 from reactgraph import build_graph
 from reactgraph.nodes.calling.binding import parameters, tool_schemas
 from reactgraph.nodes.calling.streaming import gather
-from reactgraph.nodes.loop import prompts
 from reactgraph.nodes.reading.toolcalls import MAX_CALLS, calls_of, input_text, read_tool_calls
+from reactgraph.nodes.vocabulary import prompts
 from reactgraph.tools import calculator, search_tools
 from tests.fakes import (
     FakeChatModel,

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.tools import (
     BaseTool,
     InjectedToolArg,
@@ -20,8 +22,9 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
 from reactgraph import build_graph
-from reactgraph.nodes.loop import prompts
-from tests.fakes import Runner, action, answer, fake_model, prompt_text
+from reactgraph.nodes.loop.deps import TOOL_NAME, check_tool_name
+from reactgraph.nodes.vocabulary import prompts
+from tests.fakes import Runner, action, answer, call, fake_model, prompt_text
 
 
 def ask(run: Runner, tools: list[BaseTool], *replies: str, variant: str = "transcript", **kw: Any):
@@ -243,3 +246,84 @@ def test_an_input_nested_too_deep_to_read_is_an_observation(run: Runner) -> None
     assert first is not None and "not valid JSON" in first
     assert second is not None and second.startswith("Error: double")
     assert out["status"] == "answered"
+
+
+UNCALLABLE = [
+    "get weather",  # a space ends the name an Action line gives
+    'say"hi',
+    "back\\slash",
+    "météo",  # non-ASCII: OpenAI refuses it as a function name
+    "tool中",
+    "tab\tname",
+    "_private",  # the parser takes a leading _ for markup around the name
+    "3d",
+    "end.",
+    "x" * 65,  # OpenAI's limit for a function name is 64
+]
+
+
+def echo_named(name: str) -> BaseTool:
+    return StructuredTool.from_function(func=lambda text: text, name=name, description="Echo.")
+
+
+@pytest.mark.parametrize("action_format", ["text", "tool_calls"])
+@pytest.mark.parametrize("name", UNCALLABLE)
+def test_a_tool_name_the_model_could_not_call_is_refused_at_build_time(
+    name: str, action_format: str
+) -> None:
+    """Such a tool was taken and then could never be called in the text format, and the
+    grammar left it out, with no warning: now a ValueError naming it and what a name holds."""
+    with pytest.raises(ValueError) as refused:
+        build_graph(
+            "transcript",
+            model=fake_model(answer("x")),
+            tools=[echo_named(name)],
+            action_format=action_format,
+        )
+    message = str(refused.value)
+    assert message.startswith(f"tool {name[:80]!r} cannot be called by that name: ")
+    assert "an ASCII letter followed by ASCII letters, digits, '_', '.' or '-'" in message
+
+
+CALLABLE = ["geo.lookup-v2_X", "A", "x_", "a-b.c", "x" * 64]
+
+
+@pytest.mark.parametrize("action_format", ["text", "tool_calls"])
+@pytest.mark.parametrize("name", CALLABLE)
+def test_every_name_the_graph_takes_is_called_in_every_format_and_the_grammar(
+    name: str, action_format: str, run: Runner
+) -> None:
+    from reactgraph.nodes.calling.grammar import callable_names
+
+    reply = (
+        action(name, "hello")
+        if action_format == "text"
+        else call(name, {"text": "hello"}, "I should echo.")
+    )
+    out, _ = ask(run, [echo_named(name)], reply, action_format=action_format)
+    assert out["turns"][0]["action"] == name and observations(out) == ["hello"]
+    assert callable_names({name: {"text": {"type": "string"}}}) == [name]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=70) | st.from_regex(TOOL_NAME, fullmatch=True))
+def test_the_name_rule_is_the_parsers_the_grammars_and_mcps(name: str) -> None:
+    """A name ``build_graph`` takes is read back from an Action line and offered by the
+    grammar; an MCP tool's name is kept exactly when ``build_graph`` would take it."""
+    from reactgraph.nodes.calling.grammar import callable_names
+    from reactgraph.nodes.reading.textparser import parse_react
+    from reactgraph.tools.mcp.names import callable_name
+
+    try:
+        check_tool_name(name)
+        taken = True
+    except ValueError:
+        taken = False
+    assert (callable_name(name) == name) == taken
+    if taken:
+        parsed = parse_react(f"Thought: t\nAction: {name}[x]", [name])
+        assert (parsed["kind"], parsed["action"], parsed["action_input"]) == ("action", name, "x")
+        assert callable_names({name: {"q": {"type": "string"}}}) == [name]
+    mended = callable_name(name)
+    if mended is not None:
+        check_tool_name(mended)  # what MCP loading makes of a name, build_graph takes

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces (``reactgraph.nodes.features.tracing``) read back with the SDK's in-memory
+"""OpenTelemetry traces (``reactgraph.nodes.middleware.tracing``) read back with the SDK's in-memory
 exporter and metric reader: the span tree of the seed in every variant and both formats, the
 attributes and events of each exit, and what stays off the spans."""
 
@@ -21,7 +21,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.features import tracing
+from reactgraph.nodes.middleware import spans as span_module
+from reactgraph.nodes.middleware import tracing
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, DEMO_TOOL_CALLS
 from reactgraph.tools import default_tools
 from tests.fakes import Runner, ToolLog, action, answer, explode, fake_model, sleepy
@@ -57,6 +58,14 @@ def exported() -> Iterator[tuple[InMemorySpanExporter, InMemoryMetricReader]]:
 def spans(exported: tuple[InMemorySpanExporter, Any]) -> InMemorySpanExporter:
     exported[0].clear()
     return exported[0]
+
+
+def echoing(variant: str, *replies: Any, **settings: Any) -> Any:
+    """A graph of ``variant`` over a model of ``replies`` and an echo tool (a compaction
+    variant in a 100,000-token window)."""
+    extra = WINDOW if "compaction" in variant else {}
+    model = fake_model(*replies)
+    return build_graph(variant, model=model, tools=[ToolLog().echo()], **extra, **settings)
 
 
 def seed_graph(variant: str, action_format: str, **more: Any) -> Any:
@@ -189,7 +198,7 @@ def test_the_genai_client_metrics_are_recorded(
 def test_content_goes_on_the_spans_only_when_opted_in(
     spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(tracing.CAPTURE_ENV, "true")
+    monkeypatch.setenv(span_module.CAPTURE_ENV, "true")
     build_graph("transcript", model=fake_model(*DEMO_REPLIES), tools=default_tools()).invoke(
         {"question": DEMO_QUESTION}
     )
@@ -206,9 +215,7 @@ def test_content_goes_on_the_spans_only_when_opted_in(
 def test_a_stuck_run_has_the_stuck_event(
     run: Runner, spans: InMemorySpanExporter, variant: str
 ) -> None:
-    extra = WINDOW if "compaction" in variant else {}
-    model = fake_model(*[action("echo", "same")] * 3)
-    graph = build_graph(variant, model=model, tools=[ToolLog().echo()], **extra)
+    graph = echoing(variant, *[action("echo", "same")] * 3)
     out = run(graph, {"question": "q"})
     assert out["status"] == "stuck"
     root = run_span(spans)
@@ -272,14 +279,7 @@ def test_a_failed_tool_ends_its_span_with_the_error_type(
 def test_the_forced_answer_is_marked(
     run: Runner, spans: InMemorySpanExporter, variant: str
 ) -> None:
-    extra = WINDOW if "compaction" in variant else {}
-    graph = build_graph(
-        variant,
-        model=fake_model(action("echo", "1"), answer("forced")),
-        tools=[ToolLog().echo()],
-        max_turns=1,
-        **extra,
-    )
+    graph = echoing(variant, action("echo", "1"), answer("forced"), max_turns=1)
     out = run(graph, {"question": "q"})
     assert out["status"] == "turn_limit"
     root = run_span(spans)
@@ -325,14 +325,8 @@ def test_a_compaction_is_an_event_and_its_summary_a_marked_chat(
 def test_saved_notes_are_an_event(
     run: Runner, spans: InMemorySpanExporter, variant: str, tmp_path: Any
 ) -> None:
-    extra = WINDOW if "compaction" in variant else {}
-    graph = build_graph(
-        variant,
-        model=fake_model(action("update_notes", "- found it"), answer("done")),
-        tools=[ToolLog().echo()],
-        notes_dir=str(tmp_path),
-        **extra,
-    )
+    replies = (action("update_notes", "- found it"), answer("done"))
+    graph = echoing(variant, *replies, notes_dir=str(tmp_path))
     run(graph, {"question": "q"})
     (saved,) = events(run_span(spans), tracing.NOTES_SAVED)
     assert saved.attributes["reactgraph.notes_chars"] == len("- found it")
@@ -381,7 +375,7 @@ def test_a_retry_is_an_event_on_its_chat_span(run: Runner, spans: InMemorySpanEx
     )
     assert run(graph, {"question": "q"})["status"] == "answered"
     (chat,) = named(spans, "chat")
-    (retry,) = events(chat, tracing.RETRY)
+    (retry,) = events(chat, span_module.RETRY)
     assert retry.attributes["error.type"] == "TimeoutError"
     assert retry.attributes["reactgraph.attempt"] == 1
 
@@ -445,7 +439,7 @@ assert not out.get("trace"), out.get("trace")
 mine = [m for m in sys.modules if m.startswith("opentelemetry")]
 if blocked:
     assert not mine, mine
-import reactgraph.nodes.features.tracing as tracing
+import reactgraph.nodes.middleware.tracing as tracing
 assert not tracing.enabled()
 print("ok")
 """
@@ -455,3 +449,76 @@ print("ok")
         )
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize(
+    ("env", "flag", "traces", "measures"),
+    [
+        ({}, False, False, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, False, True, True),
+        # OpenTelemetry's conventions: the traces' own endpoint alone turns tracing on.
+        (
+            {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"},
+            False,
+            True,
+            False,
+        ),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c/v1/traces",
+                "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c/v1/metrics",
+            },
+            False,
+            True,
+            True,
+        ),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "  "}, False, False, False),
+        ({}, True, True, True),
+        ({"OTEL_METRICS_EXPORTER": "none"}, True, True, False),
+    ],
+)
+def test_which_variables_turn_the_command_lines_export_on(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], flag: bool, traces: bool, measures: bool
+) -> None:
+    from reactgraph.app import telemetry
+
+    for name in (
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "OTEL_METRICS_EXPORTER",
+        telemetry.FLAG_ENV,
+    ):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert telemetry.wanted(flag) is traces
+    assert telemetry.metrics_wanted(flag) is measures
+
+
+@pytest.mark.parametrize("action_format", ["text", "tool_calls"])
+def test_parallel_calls_have_one_execute_tool_span_each_under_their_turn(
+    run: Runner, spans: InMemorySpanExporter, action_format: str
+) -> None:
+    from tests.fakes import calls
+
+    if action_format == "text":
+        first: Any = "Action: search[Eiffel Tower]\nAction: search[Golden Gate Bridge]"
+    else:
+        first = calls(("search", {"query": "Eiffel Tower"}), ("search", {"query": "Golden Gate"}))
+    graph = build_graph(
+        "transcript",
+        model=fake_model(first, answer("48")),
+        tools=default_tools(),
+        action_format=action_format,
+        parallel_tool_calls=True,
+    )
+    out = run(graph, {"question": DEMO_QUESTION}, CONFIG)
+    assert out["answer"] == "48"
+    tools = named(spans, "execute_tool")
+    assert [s.name for s in tools] == ["execute_tool search"] * 2
+    ids = sorted((s.attributes or {})["gen_ai.tool.call.id"] for s in tools)
+    assert ids == ["thread-1/1/1/1", "thread-1/1/1/2"]  # each call its own key
+    first_turn = children(spans, run_span(spans))[0]
+    assert first_turn.name == "reactgraph.turn 1"
+    assert [s.name for s in children(spans, first_turn)][1:] == ["execute_tool search"] * 2

@@ -60,6 +60,23 @@ def test_ask_exports_its_run_to_the_endpoint(
     assert f"trace {run['trace']}" in shown.stdout  # where to look for it in the backend
 
 
+def test_the_traces_endpoint_alone_turns_the_export_on(
+    openai_server: FakeOpenAIServer, receiver: OTLPReceiver, tmp_path: Path
+) -> None:
+    """OpenTelemetry's ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` alone is enough: the run's spans
+    go there, and no metrics go anywhere (nothing said where)."""
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{receiver.url}/v1/traces",
+    }
+    result = ask(openai_server, tmp_path / "runs.db", env=env)
+    assert result.returncode == 0, result.stderr
+    ours = [s for s in receiver.spans if s["scope"] == "reactgraph"]
+    (run,) = [s for s in ours if s["name"] == "invoke_agent transcript"]
+    assert run["attributes"]["reactgraph.status"] == "answered"
+    assert "/v1/metrics" not in receiver.posts
+
+
 def test_the_otel_flag_without_the_variable_sends_to_the_default_endpoint(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -147,22 +164,26 @@ def test_langsmith_in_its_otel_mode_still_traces_beside_ours(
 def test_a_batch_exports_from_its_worker_processes(
     openai_server: FakeOpenAIServer, receiver: OTLPReceiver, tmp_path: Path
 ) -> None:
+    batch_exports_a_trace_a_run(openai_server, receiver, tmp_path, [], {})
+
+
+def batch_exports_a_trace_a_run(
+    openai_server: FakeOpenAIServer,
+    receiver: OTLPReceiver,
+    tmp_path: Path,
+    flags: list[str],
+    env: dict[str, str],
+) -> None:
+    """``batch`` of two questions with ``flags`` (and ``env``) on two workers exports each
+    run's turns and calls in its own trace."""
     openai_server.responder = seed_responder
     questions = tmp_path / "questions.jsonl"
     questions.write_text('{"question": "first", "id": "a"}\n{"question": "second", "id": "b"}\n')
     result = cli(
-        "batch",
-        str(questions),
-        "--out",
-        str(tmp_path / "results.jsonl"),
-        "--workers",
-        "2",
-        "--base-url",
-        openai_server.url,
-        "--db",
-        str(tmp_path / "runs.db"),
-        env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url},
-    )
+        "batch", str(questions), "--out", str(tmp_path / "results.jsonl"), *flags,
+        "--workers", "2", "--base-url", openai_server.url, "--db", str(tmp_path / "runs.db"),
+        env={**env, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url},
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     ours = [s for s in receiver.spans if s["scope"] == "reactgraph"]
     runs = [s for s in ours if s["name"] == "invoke_agent transcript"]
@@ -179,18 +200,5 @@ def test_a_ray_batch_exports_from_its_actors(
 ) -> None:
     from tests.test_rayengine import ray_environment
 
-    openai_server.responder = seed_responder
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text('{"question": "first", "id": "a"}\n{"question": "second", "id": "b"}\n')
-    result = cli(
-        "batch", str(questions), "--out", str(tmp_path / "results.jsonl"), "--engine", "ray",
-        "--workers", "2", "--base-url", openai_server.url, "--db", str(tmp_path / "runs.db"),
-        env={**ray_environment(tmp_path), "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    ours = [s for s in receiver.spans if s["scope"] == "reactgraph"]
-    runs = [s for s in ours if s["name"] == "invoke_agent transcript"]
-    assert len(runs) == 2 and len({r["trace"] for r in runs}) == 2
-    for run in runs:
-        mine = [s for s in ours if s["trace"] == run["trace"]]
-        assert len([s for s in mine if s["name"].startswith("reactgraph.turn")]) == 4
+    flags = ["--engine", "ray"]
+    batch_exports_a_trace_a_run(openai_server, receiver, tmp_path, flags, ray_environment(tmp_path))

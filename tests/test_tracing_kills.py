@@ -1,5 +1,5 @@
 """One trace through a SIGKILL and a resume in another process: the run's trace context is in
-its checkpoint (``reactgraph.nodes.features.tracing``)."""
+its checkpoint (``reactgraph.nodes.middleware.tracing``)."""
 
 from __future__ import annotations
 
@@ -59,20 +59,26 @@ with open_db(sys.argv[1]) as (saver, store):
 """
 
 
+def in_a_process(db: Path, step: str, spans: Path) -> subprocess.CompletedProcess[str]:
+    """``SCRIPT``'s ``step`` (ask, resume) on ``db`` in a process of its own, its spans
+    exported to ``spans``."""
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(db), step, str(spans)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def spans_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def test_a_run_killed_and_resumed_in_another_process_is_one_trace(tmp_path: Path) -> None:
     db, first, second = tmp_path / "runs.db", tmp_path / "first.jsonl", tmp_path / "second.jsonl"
-    root = Path(__file__).resolve().parent.parent
-    killed = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(db), "ask", str(first)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    killed = in_a_process(db, "ask", first)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     before = spans_of(first)
     # The first turn's spans and the second's model call were exported before the kill; the
@@ -81,13 +87,7 @@ def test_a_run_killed_and_resumed_in_another_process_is_one_trace(tmp_path: Path
     assert names == ["chat scripted", "execute_tool echo", "reactgraph.turn 1", "chat scripted"]
     (trace_id,) = {s["trace"] for s in before}
 
-    resumed = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(db), "resume", str(second)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    resumed = in_a_process(db, "resume", second)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     out = json.loads(resumed.stdout.strip().splitlines()[-1])
     assert out["status"] == "answered"

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import FakeOpenAIServer, seed_responder
-from tests.test_cli import cli
+from tests.fakes import FakeOpenAIServer, seed_responder, stop_process
+from tests.test_cli import asked, cli
 
 pytestmark = [pytest.mark.traces, pytest.mark.xdist_group("phoenix")]
 
@@ -73,12 +73,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.5)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, 30)
         log.close()
 
 
@@ -92,17 +87,7 @@ def test_ask_sends_its_trace_to_phoenix(
 ) -> None:
     openai_server.responder = seed_responder
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": phoenix, "OTEL_METRICS_EXPORTER": "none"}
-    result = cli(
-        "ask",
-        "How many years apart?",
-        "--base-url",
-        openai_server.url,
-        "--db",
-        str(tmp_path / "runs.db"),
-        "--thread",
-        "phoenix-thread",
-        env=env,
-    )
+    result = cli(*asked(openai_server, str(tmp_path / "runs.db"), "phoenix-thread"), env=env)
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip() == "", result.stderr
     deadline = time.monotonic() + 120  # Phoenix writes what it received on its own schedule

@@ -10,7 +10,7 @@ import pytest
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
-from reactgraph.transport import (
+from reactgraph.nodes.calling.transport import (
     MOST_ENDED_BYTES,
     EndedStream,
     LoopLocalClient,

@@ -111,6 +111,13 @@ def test_batch_and_eval_write_the_structured_answer_in_each_line(
         ('{"type": "integer", "minimum": "zero"}', "not a valid JSON schema"),
         ('{"$ref": "https://example.com/s.json"}', "refer only to its own parts"),
         ("[1, 2]", "must be a JSON object"),
+        # A lone surrogate (an escape in the file) in a key: no database can store it.
+        ('{"properties": {"a\\ud800": {}}}', "cannot be stored: it holds a character U+D800"),
+        ('{"maxLength": 18446744073709551616}', "cannot be stored: it holds an integer outside"),
+        ('{"$ref": "#"}', "loop back to the same value without going into it"),
+        ('{"$dynamicRef": "https://example.com/s#meta"}', "refer only to its own parts"),
+        ('{"type": "string", "pattern": "(a)\\\\1"}', "cannot run in linear time"),
+        ('{"pattern": "(?=a)"}', "no backreferences or lookaround"),
     ],
 )
 def test_a_bad_schema_file_is_one_line(content: str | None, fragment: str, tmp_path: Path) -> None:
@@ -134,3 +141,27 @@ def test_a_missing_or_overlong_instructions_file_is_one_line(tmp_path: Path) -> 
         "ask", "q", "--base-url", "http://127.0.0.1:9/v1", "--instructions", f"@{long}"
     )
     one_line_error(too_long, "at most 16000 characters")
+
+
+def test_a_backtracking_pattern_checks_the_answer_at_once(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """``^(a+)+$`` on an answer of 41 characters: hours on Python's re, the process frozen
+    (Ctrl-C ignored); on RE2 a correction at once, then the answer."""
+    schema = tmp_path / "word.json"
+    schema.write_text(
+        json.dumps({"type": "object", "properties": {"word": {"pattern": "^(a+)+$"}}})
+    )
+
+    def responder(body: dict[str, Any]) -> str:
+        if "does not match the answer's JSON schema" in str(body["messages"]):
+            return 'Thought: fixed.\nFinal Answer: {"word": "aaaa"}'
+        return 'Thought: done.\nFinal Answer: {"word": "' + "a" * 40 + 'b"}'
+
+    openai_server.responder = responder
+    db = str(tmp_path / "runs.sqlite")
+    result = run_main(
+        "ask", "q", "--base-url", openai_server.url, "--db", db, "--answer-schema", str(schema)
+    )
+    assert result.returncode == 0, result.stderr
+    assert 'Answer (JSON): {"word": "aaaa"}' in result.stdout

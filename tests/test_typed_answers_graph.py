@@ -21,30 +21,19 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import BaseModel
-from typing_extensions import TypedDict
 
 from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.calling.providers import ModelCallError
 from reactgraph.nodes.calling.tokens import message_text
-from reactgraph.nodes.loop import prompts
+from reactgraph.nodes.vocabulary import prompts
 from reactgraph.variants import REGISTRY
-from tests.fakes import FakeChatModel, Runner, ToolLog, action, answer, call
+from tests.fakes import FakeChatModel, Runner, ToolLog, action, answer, call, echo_graph
+from tests.test_typed_answer import Years, YearsDict
 
 FORMATS = ["text", "tool_calls"]
 MATRIX = [(v, f) for v in VARIANTS for f in FORMATS]
 SUMMARY = "## Goal\nG\n## Next step\nGo on."
 RULE = "Always answer in French, and prefer the echo tool."
-
-
-class Years(BaseModel):
-    years: int
-    first: str
-
-
-class YearsDict(TypedDict):
-    years: int
-    first: str
 
 
 YEARS_SCHEMA = {
@@ -54,29 +43,12 @@ YEARS_SCHEMA = {
 }
 
 
-def counter(messages: Any) -> int:
-    """100 tokens a message: compaction thresholds in whole messages."""
-    return 100 * len(messages)
-
-
 def make(
     variant: str, action_format: str, replies: list[Any], **settings: Any
 ) -> tuple[Any, FakeChatModel, ToolLog]:
     """A graph of ``variant`` in ``action_format`` over a scripted model and an echo tool."""
     model = FakeChatModel(replies=replies)
-    log = ToolLog()
-    objects: dict[str, Any] = {}
-    if "token_counter" in REGISTRY[variant].objects:
-        objects["token_counter"] = counter
-        settings.setdefault("context_window", 100_000)
-    graph = build_graph(
-        variant,
-        model=model,
-        tools=[log.echo()],
-        action_format=action_format,
-        **objects,
-        **settings,
-    )
+    graph, log = echo_graph(variant, action_format, model, **settings)
     return graph, model, log
 
 
@@ -322,7 +294,7 @@ def test_the_instructions_come_after_the_answer_format_and_both_before_the_quest
 
 
 def test_instructions_are_bounded_and_checked() -> None:
-    from reactgraph.nodes.loop.run_settings import MAX_INSTRUCTIONS_CHARS
+    from reactgraph.nodes.vocabulary.run_settings import MAX_INSTRUCTIONS_CHARS
 
     model = FakeChatModel(replies=[])
     too_long = "x" * (MAX_INSTRUCTIONS_CHARS + 1)
@@ -348,3 +320,92 @@ def test_the_docs_examples_run_as_written(capsys: pytest.CaptureFixture[str]) ->
         exec(compile(example, "docs/typed-answers.md", "exec"), {})
     printed = capsys.readouterr().out
     assert "48 ans" in printed and "{'years': 48, 'first': 'Eiffel Tower'}" in printed
+
+
+BACKTRACKING = {
+    "type": "object",
+    "properties": {"word": {"type": "string", "pattern": "^(a+)+$"}},
+    "required": ["word"],
+}
+HOURS = '{"word": "' + "a" * 40 + 'b"}'  # hours on Python's re; at once on RE2
+
+
+@pytest.mark.parametrize("action_format", FORMATS)
+@pytest.mark.parametrize("where", ["build", "context"])
+def test_a_backtracking_pattern_checks_the_answer_at_once(
+    action_format: str, where: str, run: Runner
+) -> None:
+    """A client's schema with ``^(a+)+$`` (built in, or sent in a run's context): the answer
+    of 41 characters that took hours is corrected at once, and the next one is the answer."""
+    replies = [final(action_format, HOURS), final(action_format, '{"word": "aaaa"}')]
+    built = {"answer_schema": BACKTRACKING} if where == "build" else {}
+    graph, _, _ = make("transcript", action_format, replies, **built)
+    context = {"answer_schema": BACKTRACKING} if where == "context" else None
+    out = run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t"}}, context=context)
+    assert out["status"] == "answered" and out["structured_answer"] == {"word": "aaaa"}
+    assert "does not match '^(a+)+$'" in out["turns"][0]["observation"]
+
+
+REFUSED_SCHEMAS = [
+    pytest.param({"$ref": "#"}, "loop back to the same value", id="self-ref"),
+    pytest.param(
+        {"$dynamicRef": "https://example.com/meta#meta"}, "refer only to its own", id="external"
+    ),
+    pytest.param(
+        {"type": "string", "pattern": "(a)\\1"}, "cannot run in linear time", id="backreference"
+    ),
+    pytest.param(
+        {
+            "$defs": {
+                **{f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(22)},
+                "d22": {"type": "string"},
+            },
+            "$ref": "#/$defs/d0",
+        },
+        "subschemas applied to one value",
+        id="doubling",
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "says"), REFUSED_SCHEMAS)
+def test_a_schema_no_answer_can_pass_or_that_cannot_be_checked_in_time_is_refused(
+    schema: dict[str, Any], says: str, run: Runner
+) -> None:
+    """At build time (``answer_schema``, ``response_format``) and from a run's context, before
+    anything is stored."""
+    with pytest.raises(ValueError, match=re.escape(says)):
+        make("transcript", "text", [final("text", "x")], answer_schema=schema)
+    with pytest.raises(ValueError, match=re.escape(says)):
+        make("transcript", "text", [final("text", "x")], response_format=schema)
+    saver = InMemorySaver()
+    graph = build_graph(
+        "transcript", model=FakeChatModel(replies=["x"]), tools=[], checkpointer=saver
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(ValueError, match=re.escape(says)):
+        run(graph, {"question": "Q?"}, config, context={"answer_schema": schema})
+    assert list(saver.list(config)) == []
+
+
+@pytest.mark.parametrize("action_format", FORMATS)
+def test_an_answer_no_checkpointer_can_store_is_corrected_and_the_run_kept(
+    action_format: str, run: Runner
+) -> None:
+    """A whole number outside 64 bits in the model's JSON failed the run at its next write
+    (``TypeError: Integer exceeds 64-bit range``): now a corrective Observation."""
+    replies = [
+        final(action_format, '{"years": 123456789012345678901234567890, "first": "x"}'),
+        final(action_format, '{"years": 48, "first": "Eiffel\\u0000 Tower"}'),
+    ]
+    graph, _, _ = make(
+        "transcript",
+        action_format,
+        replies,
+        answer_schema=YEARS_SCHEMA,
+        checkpointer=InMemorySaver(),
+    )
+    out = run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t"}})
+    assert out["status"] == "answered"
+    assert out["structured_answer"] == {"years": 48, "first": "Eiffel\ufffd Tower"}
+    assert "outside 64 bits" in out["turns"][0]["observation"]

@@ -143,7 +143,7 @@ _FUNCTIONS: dict[str, tuple[Callable[..., Number], int, int]] = {
 def _call(node: ast.Call) -> Number:
     name = node.func.id if isinstance(node.func, ast.Name) else ""
     if name not in _FUNCTIONS or node.keywords:
-        raise CalculatorError(f"unsupported expression element: {ast.unparse(node)[:40]!r}")
+        raise _unsupported(node)
     function, fewest, most = _FUNCTIONS[name]
     if not fewest <= len(node.args) <= most:
         wanted = f"{fewest}" if fewest == most else f"{fewest} to {most}"
@@ -151,21 +151,51 @@ def _call(node: ast.Call) -> Number:
     return function(*(_evaluate(argument) for argument in node.args))
 
 
+def _unsupported(node: ast.AST) -> CalculatorError:
+    return CalculatorError(f"unsupported expression element: {ast.unparse(node)[:40]!r}")
+
+
+def _constant(node: ast.Constant) -> Number:
+    if type(node.value) not in (int, float):
+        raise _unsupported(node)
+    return _checked(node.value)
+
+
+def _binary(node: ast.BinOp) -> Number:
+    if type(node.op) not in _BINARY:
+        raise _unsupported(node)
+    operation = _BINARY[type(node.op)]
+    return _checked(operation(_evaluate(node.left), _evaluate(node.right)))
+
+
+def _unary(node: ast.UnaryOp) -> Number:
+    if type(node.op) not in _UNARY:
+        raise _unsupported(node)
+    return _checked(_UNARY[type(node.op)](_evaluate(node.operand)))
+
+
+def _name(node: ast.Name) -> Number:
+    if node.id not in _CONSTANTS:
+        raise _unsupported(node)
+    return _CONSTANTS[node.id]
+
+
+# How each kind of syntax node the calculator takes is evaluated; any other is refused.
+_EVALUATORS: dict[type[ast.AST], Callable[[Any], Number]] = {
+    ast.Expression: lambda node: _evaluate(node.body),
+    ast.Constant: _constant,
+    ast.BinOp: _binary,
+    ast.UnaryOp: _unary,
+    ast.Name: _name,
+    ast.Call: lambda node: _checked(_call(node)),
+}
+
+
 def _evaluate(node: ast.AST) -> Number:
-    if isinstance(node, ast.Expression):
-        return _evaluate(node.body)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return _checked(node.value)
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        operation = _BINARY[type(node.op)]
-        return _checked(operation(_evaluate(node.left), _evaluate(node.right)))
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _checked(_UNARY[type(node.op)](_evaluate(node.operand)))
-    if isinstance(node, ast.Name) and node.id in _CONSTANTS:
-        return _CONSTANTS[node.id]
-    if isinstance(node, ast.Call):
-        return _checked(_call(node))
-    raise CalculatorError(f"unsupported expression element: {ast.unparse(node)[:40]!r}")
+    evaluator = _EVALUATORS.get(type(node))
+    if evaluator is None:
+        raise _unsupported(node)
+    return evaluator(node)
 
 
 def _normalise(expression: str) -> str:
@@ -176,8 +206,9 @@ def _normalise(expression: str) -> str:
     return text
 
 
-def evaluate(expression: str) -> Number:
-    """The value of an arithmetic expression; CalculatorError says why one is refused."""
+def _parsed(expression: str) -> ast.Expression:
+    """The syntax tree of an expression, refused when too long, empty, not Python syntax, or
+    too deep or too big to evaluate within bounds."""
     too_long = CalculatorError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     if len(expression) > 4 * MAX_EXPRESSION_CHARS:  # refuse a huge input before copying it
         raise too_long
@@ -197,8 +228,16 @@ def evaluate(expression: str) -> Number:
         raise CalculatorError("expression nested too deeply") from None
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
         raise CalculatorError("expression too complex")
+    return tree
+
+
+def evaluate(expression: str) -> Number:
+    """The value of an arithmetic expression; CalculatorError says why one is refused."""
+    tree = _parsed(expression)
     try:
         return _evaluate(tree)
+    except CalculatorError:
+        raise
     except ZeroDivisionError:
         raise CalculatorError("division by zero") from None
     except OverflowError:
@@ -207,8 +246,6 @@ def evaluate(expression: str) -> Number:
     except RecursionError:
         raise CalculatorError("expression nested too deeply") from None
     except (TypeError, ValueError) as exc:
-        if isinstance(exc, CalculatorError):
-            raise
         raise CalculatorError(f"math error: {exc}") from None
 
 

@@ -105,6 +105,14 @@ def _passages(paragraph: str) -> list[str]:
     return passages
 
 
+def _inverse_frequencies(docs: Sequence[Counter[str]]) -> dict[str, float]:
+    """BM25's inverse document frequency of each term of ``docs`` (term counts): the rarer
+    the term across them, the more a match on it weighs."""
+    frequency = Counter(term for doc in docs for term in doc)
+    total = len(docs)
+    return {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+
+
 class LocalCorpus:
     """BM25 (k1=1.5, b=0.75) over the passages of every .md/.txt file under a folder, or over
     pages given in memory (``from_pages``)."""
@@ -145,9 +153,7 @@ class LocalCorpus:
         self._docs = [Counter(tokenize(f"{p.title} {p.title} {p.text}")) for p in self.passages]
         self._lengths = [sum(d.values()) for d in self._docs]
         self._average = sum(self._lengths) / len(self._lengths)
-        frequency = Counter(term for doc in self._docs for term in doc)
-        total = len(self._docs)
-        self._idf = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+        self._idf = _inverse_frequencies(self._docs)
         self._last_page: dict[str | None, str] = {}
         self._lock = threading.Lock()
 

@@ -47,33 +47,79 @@ def pending_action(request: Mapping[str, Any], values: Mapping[str, Any]) -> str
     return f"{name}[{text}]"
 
 
+# Each choice's decision, asking for what it needs; None when the answer falls short (the
+# question is asked again).
+_Ask = Callable[[Mapping[str, Any], Callable[[str], str]], dict[str, Any] | None]
+
+
+def _approve(request: Mapping[str, Any], read: Callable[[str], str]) -> dict[str, Any]:
+    return {"type": "approve"}
+
+
+def _edit(request: Mapping[str, Any], read: Callable[[str], str]) -> dict[str, Any]:
+    name = (request.get("action_requests") or [{}])[0].get("name")
+    text = read("New input (as the tool takes it): ")
+    return {"type": "edit", "edited_action": {"name": name, "args": text}}
+
+
+def _reject(request: Mapping[str, Any], read: Callable[[str], str]) -> dict[str, Any]:
+    message = read("Reason (the agent reads it): ").strip()
+    return {"type": "reject", **({"message": message} if message else {})}
+
+
+def _respond(request: Mapping[str, Any], read: Callable[[str], str]) -> dict[str, Any] | None:
+    message = read("Your reply: ").strip()
+    if not message:
+        out.console.print("[dim]a reply needs some text[/dim]")
+        return None
+    return {"type": "respond", "message": message}
+
+
+_ASKS: dict[str, _Ask] = {
+    "approve": _approve,
+    "edit": _edit,
+    "reject": _reject,
+    "respond": _respond,
+}
+
+
 def decide(
     request: Mapping[str, Any], values: Mapping[str, Any], read: Callable[[str], str] = input
 ) -> dict[str, Any] | None:
-    """The person's decision on the waiting Action, as the value to resume with; None when
-    nobody answers (end of input)."""
+    """The person's decision on the waiting Action (on each, in order, when one reply's calls
+    wait together: ``parallel_tool_calls``), as the value to resume with; None when nobody
+    answers (end of input)."""
     turn = len(values.get("turns") or []) + 1
-    shown = pending_action(request, values)
-    out.console.print(f"[bold yellow]Approval needed[/] for turn {turn}: {escape(shown)}")
+    asked = request.get("action_requests") or [{}]
     try:
-        while True:
-            choice = _WORDS.get(read(CHOICES).strip().lower())
-            if choice == "approve":
-                return _resume({"type": "approve"})
-            if choice == "edit":
-                name = (request.get("action_requests") or [{}])[0].get("name")
-                text = read("New input (as the tool takes it): ")
-                return _resume({"type": "edit", "edited_action": {"name": name, "args": text}})
-            if choice in ("reject", "respond"):
-                ask = "Reason (the agent reads it): " if choice == "reject" else "Your reply: "
-                message = read(ask).strip()
-                if choice == "respond" and not message:
-                    out.console.print("[dim]a reply needs some text[/dim]")
-                    continue
-                return _resume({"type": choice, **({"message": message} if message else {})})
-            out.console.print("[dim]answer y, e, n or r[/dim]")
+        if len(asked) > 1:
+            decisions = []
+            for index, one in enumerate(asked, 1):
+                shown = str(one.get("description") or one.get("name") or "?")
+                out.console.print(
+                    f"[bold yellow]Approval needed[/] for turn {turn}, call {index} of "
+                    f"{len(asked)}: {escape(shown)}"
+                )
+                decisions.append(_decision({"action_requests": [one]}, read))
+            return {"decisions": decisions, "by": who()}
+        shown = pending_action(request, values)
+        out.console.print(f"[bold yellow]Approval needed[/] for turn {turn}: {escape(shown)}")
+        return _resume(_decision(request, read))
     except EOFError:
         return None
+
+
+def _decision(request: Mapping[str, Any], read: Callable[[str], str]) -> dict[str, Any]:
+    """One decision read at the terminal, asked again until it is one (EOFError: nobody
+    answers)."""
+    while True:
+        ask = _ASKS.get(_WORDS.get(read(CHOICES).strip().lower(), ""))
+        if ask is None:
+            out.console.print("[dim]answer y, e, n or r[/dim]")
+            continue
+        decision = ask(request, read)
+        if decision is not None:
+            return decision
 
 
 def _resume(decision: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from reactgraph.app.pool import Job
 from reactgraph.app.questions import line_id, question_lines, question_text
 from reactgraph.app.recipe import Recipe, open_runner
 from reactgraph.app.results import Results, digest, keyed_by
-from reactgraph.nodes.loop.endings import AWAITING
+from reactgraph.nodes.vocabulary.endings import AWAITING
 
 Outcome = Literal["done", "ran", "failed", "busy"]
 
@@ -105,18 +105,9 @@ def run_file(
     (``reactgraph.app.engines``). The file is read twice, a line at a time, never held whole:
     once to check it, then as the questions are handed out."""
     config = recipe.config(recipe.variant)
-    try:
-        answers, problems = _survey(questions_path, config)
-    except ValueError as error:
-        out.fail(str(error))
+    answers = _checked(questions_path, config)
+    if answers is None:
         return 2
-    if not answers:
-        more = f" (and {len(problems) - 1} more bad lines)" if len(problems) > 1 else ""
-        why = f": {problems[0]}{more}" if problems else " (it has no lines)"
-        out.fail(f"no question to run in {questions_path}{why}")
-        return 2
-    for problem in problems:
-        out.warn(problem)
     try:
         results = Results(out_path, identity=ANSWERS)
     except OSError as error:
@@ -124,20 +115,7 @@ def run_file(
         return 2
     try:
         results.refresh(report=True)
-        total = sum(1 for answer in answers if answer not in results.done)
-        if total < len(answers):
-            out.console.print(
-                f"[dim]{len(answers) - total} question(s) already done in {out_path}; skipped[/dim]"
-            )
-        other = sum(
-            1 for a, key in answers.items() if a not in results.done and key in results.finished
-        )
-        if other:
-            out.console.print(
-                f"{other} question(s) in {out_path} were answered under another config (the "
-                "model, its server, a setting that changes answers, the corpus or the tools, or "
-                "by a version that did not record it); they run again"
-            )
+        total = _note_done(answers, results, out_path)
         del answers
         todo = (
             q
@@ -148,24 +126,54 @@ def run_file(
         outcomes = run.all(todo, total, workers, concurrency, engine, address)
     finally:
         results.close()
-    if run.waiting:
-        first = run.waiting[0]
-        out.console.print(
-            f"{len(run.waiting)} question(s) wait for a person's approval (status "
-            f"{AWAITING}; their thread_id is in {out_path}); decide on each with "
-            f"`reactgraph resume THREAD --db {recipe.db}` (the first: {first}), then run the "
-            "same command again to write their results"
-        )
-    errors = run.errors
-    if errors:  # exit 1 says a run failed: this says which, and why
-        more = f' (the first of {len(errors)}: see their "error" in {out_path})'
-        out.fail(
-            f"{len(errors)} of {total} question(s) failed{more if len(errors) > 1 else ''}: "
-            f"{errors[0]}; run the same command again to retry them"
-        )
+    run.report(total, out_path)
     if "busy" in outcomes:
         return 2
     return 1 if "failed" in outcomes else 0
+
+
+def _checked(questions_path: str, config: Any) -> dict[Any, str] | None:
+    """The file's first read (``_survey``), its bad lines warned of; None, said on stderr,
+    when it cannot be read or has no good question."""
+    try:
+        answers, problems = _survey(questions_path, config)
+    except ValueError as error:
+        out.fail(str(error))
+        return None
+    if not answers:
+        out.fail(f"no question to run in {questions_path}{_why_none(problems)}")
+        return None
+    for problem in problems:
+        out.warn(problem)
+    return answers
+
+
+def _why_none(problems: list[str]) -> str:
+    """Why a file gave no question: its first bad line (and how many more), or no lines."""
+    if not problems:
+        return " (it has no lines)"
+    more = f" (and {len(problems) - 1} more bad lines)" if len(problems) > 1 else ""
+    return f": {problems[0]}{more}"
+
+
+def _note_done(answers: dict[Any, str], results: Results, out_path: str) -> int:
+    """Say how many questions are done already (skipped) and how many were answered under
+    another config (they run again); how many are left to run."""
+    total = sum(1 for answer in answers if answer not in results.done)
+    if total < len(answers):
+        out.console.print(
+            f"[dim]{len(answers) - total} question(s) already done in {out_path}; skipped[/dim]"
+        )
+    other = sum(
+        1 for a, key in answers.items() if a not in results.done and key in results.finished
+    )
+    if other:
+        out.console.print(
+            f"{other} question(s) in {out_path} were answered under another config (the "
+            "model, its server, a setting that changes answers, the corpus or the tools, or "
+            "by a version that did not record it); they run again"
+        )
+    return total
 
 
 def _survey(path: str, config: Any) -> tuple[dict[Any, str], list[str]]:
@@ -193,6 +201,24 @@ class _Run:
     """The first line of each failed run's error, for the one line that says why."""
     waiting: list[str] = field(default_factory=list)
     """The threads of the runs that stopped for a person's approval."""
+
+    def report(self, total: int, out_path: str) -> None:
+        """Say what is left to do once the runs ended: the questions waiting for a person's
+        approval (how to decide), and the failed runs (the first one's error)."""
+        if self.waiting:
+            out.console.print(
+                f"{len(self.waiting)} question(s) wait for a person's approval (status "
+                f"{AWAITING}; their thread_id is in {out_path}); decide on each with "
+                f"`reactgraph resume THREAD --db {self.recipe.db}` (the first: "
+                f"{self.waiting[0]}), then run the same command again to write their results"
+            )
+        errors = self.errors
+        if errors:  # exit 1 says a run failed: this says which, and why
+            more = f' (the first of {len(errors)}: see their "error" in {out_path})'
+            out.fail(
+                f"{len(errors)} of {total} question(s) failed{more if len(errors) > 1 else ''}: "
+                f"{errors[0]}; run the same command again to retry them"
+            )
 
     def all(
         self,

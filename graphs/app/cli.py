@@ -36,8 +36,8 @@ the runs kept in a database. COMMAND --help shows a command's options and their 
 ONE_RUN = {
     0: "answered",
     1: "ended without an answer (turn_limit, stuck, stopped_early, context_exhausted), "
-    "waiting for a person's approval, or a model fault after its retries (the run is saved: "
-    "resume it)",
+    "waiting for a person's approval, or a model fault: its retries spent, or a call its server "
+    "refused, 4xx (the run is saved: resume it)",
 }
 MANY_RUNS = {
     0: "every run finished without an error, whatever its status",
@@ -223,8 +223,9 @@ def make_parser() -> Parser:
     traced.add_argument(
         "--otel",
         action="store_true",
-        help="send the runs' traces with OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, else "
-        "http://localhost:4318; setting that variable is enough; pip install 'reactgraph[otel]')",
+        help="send the runs' traces with OTLP (OTEL_EXPORTER_OTLP_ENDPOINT or "
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else http://localhost:4318; setting either "
+        "variable is enough; pip install 'reactgraph[otel]')",
     )
     ask = commands.add_parser(
         "ask", parents=[one, run, db, timeout, traced], help="answer a question"
@@ -308,7 +309,7 @@ def run_command(argv: Sequence[str] | None) -> int:
     from reactgraph.app import console as out
     from reactgraph.app.engines import EngineError
     from reactgraph.app.results import ResultsUnwritable
-    from reactgraph.storage.database import DatabaseError, ThreadBusy
+    from reactgraph.storage.errors import DatabaseError, ThreadBusy
 
     out.configure_logging(args.verbose)
     exporting = False

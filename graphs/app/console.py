@@ -6,24 +6,18 @@ import json
 import logging
 import shutil
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TimeElapsedColumn,
-)
 from rich.text import Text
 
-from reactgraph.nodes.features.notes import UPDATE_NOTES
-from reactgraph.nodes.loop.endings import ENDINGS
-from reactgraph.nodes.loop.prompts import DECIDED, NOTES_ELIDED
-from reactgraph.storage.database import RecordDamaged, RunRecord
+from reactgraph.nodes.vocabulary.endings import ENDINGS, budget_fields
+from reactgraph.nodes.vocabulary.prompts import BUDGET_SPENT, DECIDED, NOTES_ELIDED, UPDATE_NOTES
+from reactgraph.storage.records import RecordDamaged, RunRecord
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 console = Console(highlight=False, soft_wrap=True)
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -73,24 +67,46 @@ def shown_text(turn: dict[str, Any]) -> str:
     return text.replace(NOTES_ELIDED, f"{first} … ({len(notes)} characters)")
 
 
+def _append_actions(text: Text, several: list[dict[str, Any]], calls: list[Any]) -> None:
+    """A turn of several calls (``parallel_tool_calls``): each Action (of native tool calls)
+    and each person's decision on one."""
+    for record in several:
+        if calls:
+            text.append("Action:", style="cyan")
+            name = record["action"] or "(not run)"
+            text.append(f" {name}[{clip(record['action_input'] or '', 200)}]\n")
+        if record.get("approval") is not None:
+            text.append(approval_text(record, record["approval"]) + "\n", style="yellow")
+
+
+def _append_tool_call(text: Text, turn: dict[str, Any], calls: list[dict[str, Any]]) -> None:
+    """A turn's native tool call, as an Action line; the calls past the first are not run."""
+    first = calls[0]
+    shown = turn["action_input"] if turn.get("action") else json.dumps(first["args"])
+    text.append("Action:", style="cyan")
+    text.append(f" {turn.get('action') or first['name']}[{clip(shown or '', 200)}]")
+    more = f" (+{len(calls) - 1} more tool calls, not run)" if len(calls) > 1 else ""
+    text.append(more + "\n", style="dim")
+
+
 def turn_text(turn: dict[str, Any]) -> Text:
     """A turn as a person reads it: a rule with its number, the model's text, the Observation,
     the figures. Built as styled text, not markup, so a long run prints quickly."""
-    title = f"── turn {turn['turn']} ({turn['kind']}) "
+    model = f", {turn['model']}" if turn.get("model") else ""  # a run with a model ladder
+    title = f"── turn {turn['turn']} ({turn['kind']}{model}) "
     text = Text(title + "─" * max(3, console.width - len(title)) + "\n", style="dim")
     text.append(shown_text(turn) + "\n")
     calls = turn.get("tool_calls") or []
-    if calls:  # a native tool call: its text is only the Thought
-        first = calls[0]
-        shown = turn["action_input"] if turn.get("action") else json.dumps(first["args"])
-        text.append("Action:", style="cyan")
-        text.append(f" {turn.get('action') or first['name']}[{clip(shown or '', 200)}]")
-        more = f" (+{len(calls) - 1} more tool calls, not run)" if len(calls) > 1 else ""
-        text.append(more + "\n", style="dim")
+    several = turn.get("actions")
+    if several:  # a turn of several calls (parallel_tool_calls): each, and each Observation
+        _append_actions(text, several, calls)
+        text.append(f"{turn['observation']}\n")
+    elif calls:  # a native tool call: its text is only the Thought
+        _append_tool_call(text, turn, calls)
     approval = turn.get("approval")
     if approval is not None:
         text.append(approval_text(turn, approval) + "\n", style="yellow")
-    if turn["observation"] is not None:
+    if turn["observation"] is not None and not several:
         text.append("Observation:", style="cyan")
         text.append(f" {turn['observation']}\n")
     latency = turn["tool_latency_s"]
@@ -150,6 +166,9 @@ def print_result(values: dict[str, Any]) -> None:
     budget = values.get("budget")
     if budget:
         console.print(f"[bold]Budget:[/bold] {escape(budget_text(budget))}")
+    moved = ladder_text(values)
+    if moved:
+        console.print(f"[bold]Ladder:[/bold] {escape(moved)}")
     structured = values.get("structured_answer")
     if structured is not None:  # a typed answer: its JSON, on one line
         shown = json.dumps(structured, ensure_ascii=False)
@@ -163,6 +182,15 @@ def _figure(value: float) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,.6g}"
 
 
+def _cached(usage: dict[str, Any]) -> str:
+    """The cached share of a run's prompt tokens, in words: `` (800 cached, 80%)``; "" when
+    none were cached."""
+    cached, prompt = usage.get("cache_read_tokens") or 0, usage.get("prompt_tokens") or 0
+    if not cached or not prompt:
+        return ""
+    return f" ({_figure(cached)} cached, {cached / prompt:.0%})"
+
+
 def usage_text(values: dict[str, Any]) -> str | None:
     """A run's totals in one line (``out["usage"]``), or None for a run before they were
     counted."""
@@ -172,18 +200,35 @@ def usage_text(values: dict[str, Any]) -> str | None:
     cost = "no prices" if usage.get("cost") is None else _figure(usage["cost"])
     calls = ", ".join(f"{name} {n}" for name, n in (usage.get("tool_calls") or {}).items())
     return (
-        f"{_figure(usage['prompt_tokens'])} prompt + {_figure(usage['completion_tokens'])} "
+        f"{_figure(usage['prompt_tokens'])} prompt{_cached(usage)} + "
+        f"{_figure(usage['completion_tokens'])} "
         f"completion = {_figure(usage['total_tokens'])} tokens, cost {cost}, "
         f"{usage['seconds']:.2f} s, tool calls: {calls or 'none'}"
     )
 
 
-def budget_text(budget: dict[str, Any]) -> str:
-    """Which budget ended the run, and how much of it was spent."""
-    return (
-        f"{budget['budget']} reached after {budget['turn']} turn(s): "
-        f"{_figure(budget['spent'])} spent of {_figure(budget['limit'])}"
+def ladder_text(values: dict[str, Any]) -> str | None:
+    """Where a run moved up its model ladder (``escalations``), with each model's tokens
+    (``usage["by_model"]``); None for a run that did not move."""
+    moves = values.get("escalations") or []
+    if not moves:
+        return None
+    steps = "; ".join(
+        f"after turn {m['turn']} {m['from_model']} -> {m['to_model']} ({m['reason']})"
+        for m in moves
     )
+    split = (values.get("usage") or {}).get("by_model") or {}
+    spent = ", ".join(
+        f"{name} {_figure(e['prompt_tokens'] + e['completion_tokens'])} tokens in {e['calls']} "
+        f"call(s)"
+        for name, e in split.items()
+    )
+    return f"{steps}{'; ' + spent if spent else ''}"
+
+
+def budget_text(budget: dict[str, Any]) -> str:
+    """Which budget ended the run, its limit and what was spent, as the chat says it."""
+    return f"{BUDGET_SPENT.format(**budget_fields(budget))}, after {budget['turn']} turn(s)"
 
 
 def print_run(record: RunRecord, status: str, values: dict[str, Any]) -> None:
@@ -217,6 +262,10 @@ _GAP = 2  # between two columns of the threads listing
 _QUESTION_MIN = 12  # the narrowest question column worth showing in a row
 
 
+_ThreadCells = tuple[str, str, str, str, Any]
+"""One row of ``threads``' listing: thread id, variant, status, turns, and its record."""
+
+
 def print_threads(
     rows: list[tuple[RunRecord | RecordDamaged, str, int | None]], header: bool = True
 ) -> None:
@@ -235,13 +284,7 @@ def print_threads(
         (record.thread_id, record.variant, status, "?" if turns is None else str(turns), record)
         for record, status, turns in rows
     ]
-    columns_text = {
-        "thread": [row[0] for row in cells],
-        "variant": [row[1] for row in cells],
-        "status": [row[2] for row in cells],
-        "turns": [row[3] for row in cells],
-    }
-    wide = {name: max(len(name), *map(len, texts)) for name, texts in columns_text.items()}
+    wide = _column_widths(cells)
     columns = terminal_width()
     fixed = wide["thread"] + wide["status"] + wide["turns"] + 3 * _GAP
     room = columns - fixed
@@ -256,17 +299,32 @@ def print_threads(
     if header:
         heads = "  ".join(name.ljust(wide[name]) for name in names)
         console.print(f"[bold]{heads}  question[/bold]", crop=False)
-    for thread_id, variant, status, turns, record in cells:
-        style = STATUS_STYLE.get(status, "white")
-        line = thread_id.ljust(wide["thread"]) + "  "
-        if with_variant:
-            line += variant.ljust(wide["variant"]) + "  "
-        shown = f"[{style}]{escape(status.ljust(wide['status']))}[/{style}]"
-        question = clip(record.question, width)
-        console.print(
-            f"{escape(line)}{shown}  {escape(turns.ljust(wide['turns']))}  {escape(question)}",
-            crop=False,
-        )
+    # Styled text, not markup, and one print a page: a thousand rows print quickly.
+    lines = [_thread_line(cell, wide, with_variant, width) for cell in cells]
+    console.print(Text("\n").join(lines), crop=False)
+
+
+def _column_widths(cells: list[_ThreadCells]) -> dict[str, int]:
+    """Each column of ``threads``' listing (all but the question): as wide as its longest
+    cell, or its name."""
+    columns_text = {
+        "thread": [row[0] for row in cells],
+        "variant": [row[1] for row in cells],
+        "status": [row[2] for row in cells],
+        "turns": [row[3] for row in cells],
+    }
+    return {name: max(len(name), *map(len, texts)) for name, texts in columns_text.items()}
+
+
+def _thread_line(cell: _ThreadCells, wide: dict[str, int], with_variant: bool, width: int) -> Text:
+    """One thread's row in ``threads``' listing, its question cut to ``width``."""
+    thread_id, variant, status, turns, record = cell
+    line = Text(thread_id.ljust(wide["thread"]) + "  ")
+    if with_variant:
+        line.append(variant.ljust(wide["variant"]) + "  ")
+    line.append(status.ljust(wide["status"]), style=STATUS_STYLE.get(status, "white"))
+    line.append(f"  {turns.ljust(wide['turns'])}  {clip(record.question, width)}")
+    return line
 
 
 def terminal_width() -> int:
@@ -275,7 +333,7 @@ def terminal_width() -> int:
     return shutil.get_terminal_size(fallback=(console.width, 24)).columns
 
 
-def _print_stacked(cells: list[tuple[str, str, str, str, Any]], header: bool, columns: int) -> None:
+def _print_stacked(cells: list[_ThreadCells], header: bool, columns: int) -> None:
     """The threads listing for a terminal too narrow for a row: each thread's id on a line of
     its own (never cut: a terminal wraps it), then its status and turns, with its variant and
     question as far as the width allows (the variant goes first, then the question)."""
@@ -302,23 +360,13 @@ def configure_logging(verbose: bool) -> None:
     logging.getLogger("psycopg").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
-class FlightColumn(ProgressColumn):
-    """How many runs are in flight now (read from the engine's ``Flight`` at each refresh), and
-    how many have failed (the task's ``failed`` field)."""
-
-    def __init__(self, flight: Any) -> None:
-        super().__init__()
-        self.flight = flight
-
-    def render(self, task: Task) -> Text:
-        failed = task.fields.get("failed", 0)
-        style = "red" if failed else "dim"
-        return Text(f"{self.flight.running} in flight, {failed} failed", style=style)
-
-
 def progress(flight: Any = None) -> Progress:
     """The batch command's progress bar: done of all, and with the engine's ``flight`` the runs
-    in flight and failed."""
+    in flight and failed. rich's progress module is loaded here, not by the reading commands."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from reactgraph.app.flightcolumn import FlightColumn
+
     columns: list[Any] = [
         "[progress.description]{task.description}",
         BarColumn(),

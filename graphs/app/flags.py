@@ -101,8 +101,14 @@ NONE = _None()
 
 def _parse(setting: Setting) -> Callable[[str], Any]:
     """An argparse type: the text as the setting's kind, checked by the setting itself."""
-    words = {int: "a whole number", float: "a number", str: "a string", tuple: "names"}
-    as_text = setting.kind in (tuple, dict)  # checked from the text itself
+    words = {
+        int: "a whole number",
+        float: "a number",
+        str: "a string",
+        tuple: "names",
+        bool: "true or false",
+    }
+    as_text = setting.kind in (tuple, dict, bool)  # checked from the text itself
 
     def parse(text: str) -> Any:
         if setting.optional and text.strip().lower() == "none":

@@ -74,16 +74,22 @@ def _ended(known: dict[int, str]) -> bool:
             known.pop(tracker, None)  # it ends by itself, freeing what the workers left
         alive = [pid for pid, started in known.items() if _alive(pid, started)]
         found = found or bool(alive)
-        for pid in alive:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while alive and time.monotonic() < deadline:
-            time.sleep(_POLL_S)
-            alive = [pid for pid in alive if _alive(pid, known[pid])]
-        if not alive:
+        if not _signalled(alive, known, sig, wait):
             break
     return found
+
+
+def _signalled(alive: list[int], known: dict[int, str], sig: int, wait: float) -> list[int]:
+    """Send ``sig`` to each of ``alive`` and wait up to ``wait`` seconds for them to end:
+    those still alive then (``known`` gives each one's start, so a reused pid is not it)."""
+    for pid in alive:
+        with contextlib.suppress(OSError):
+            os.kill(pid, sig)
+    deadline = time.monotonic() + wait
+    while alive and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        alive = [pid for pid in alive if _alive(pid, known[pid])]
+    return alive
 
 
 # CPython's internals: multiprocessing's helper processes (``tests/test_pool.py`` pins them), each

@@ -16,7 +16,7 @@ from reactgraph.app.hints import resume_hint
 from reactgraph.app.options import UsageError, db_stops
 from reactgraph.graph import DURABILITY
 from reactgraph.nodes.calling.providers import ModelCallError
-from reactgraph.nodes.loop.standing import AWAITING
+from reactgraph.nodes.vocabulary.standing import AWAITING
 from reactgraph.storage.backends import database_backend
 from reactgraph.storage.database import DatabaseError, RunRecord, explain
 from reactgraph.storage.locks import Lease

@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 
 from reactgraph import build_graph
 from reactgraph.app.flags import RunOptions, UsageError, settings_from
-from reactgraph.app.recipe import tool_timeout, toolset
+from reactgraph.app.recipe import tool_timeout, toolset, with_ladder
 from reactgraph.models import chat_model
 from reactgraph.storage.backends import database_backend, faults
 from reactgraph.storage.database import DatabaseError, RunRecord, explain, thread_lock
@@ -113,7 +113,7 @@ def build_for(
             tools=tools,
             checkpointer=saver,
             store=notes,
-            **record.settings,
+            **with_ladder(record.settings, model, record.base_url),
         )
     except (ValueError, TypeError) as error:
         raise UsageError(str(error)) from None

@@ -161,6 +161,22 @@ def job_count(jobs: Iterable[Job], total: int | None) -> int | None:
     return len(jobs) if isinstance(jobs, Sized) else total
 
 
+def peeked(jobs: Iterable[Job]) -> Iterator[Job] | None:
+    """``jobs`` as one iterator, its first job read already: None when there is none, so an
+    empty source starts no worker."""
+    source = iter(jobs)
+    first = next(source, None)
+    return None if first is None else itertools.chain([first], source)
+
+
+def shares(workers: int, concurrency: int, total: int | None) -> tuple[int, int]:
+    """The workers to start (no more than the ``total`` jobs, when their number is known) and
+    the runs each holds at once: ``concurrency`` shared among them, rounded up."""
+    if total is not None:
+        workers = min(workers, max(1, total))
+    return workers, max(1, -(-concurrency // workers))
+
+
 def run_parallel(
     open_runner: OpenRunner,
     jobs: Iterable[Job],
@@ -176,13 +192,10 @@ def run_parallel(
     if workers is None:
         workers = default_workers(total) if total is not None else os.cpu_count() or 1
     check_counts(workers=workers, concurrency=concurrency)
-    source = iter(jobs)
-    first = next(source, None)
-    if first is None:
+    source = peeked(jobs)
+    if source is None:
         return
-    source = itertools.chain([first], source)
-    workers = min(workers, max(1, total)) if total is not None else workers
-    slots = max(1, -(-concurrency // workers))
+    workers, slots = shares(workers, concurrency, total)
     if workers == 1:
         yield from _in_process(open_runner, source, slots)
         return

@@ -14,10 +14,11 @@ from reactgraph.app.flags import UsageError
 from reactgraph.app.options import held
 from reactgraph.app.viewing import known, load_record, reader
 from reactgraph.storage.database import open_db
-from reactgraph.storage.locks import ThreadBusy
+from reactgraph.storage.locks import ThreadBusy, lease_saver
 from reactgraph.storage.pruning import prune_thread, vacuum
 from reactgraph.storage.records import RecordDamaged, RunRecord
 from reactgraph.storage.snapshots import ThreadDamaged, thread_status
+from reactgraph.storage.summaries import save_summary
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     pruned = skipped = 0
     with open_db(args.db) as (saver, store):
         for record in _named(args, store) if args.threads else RunRecord.each(store):
-            if _prune_one(args, saver, record):
+            if _prune_one(args, saver, store, record):
                 pruned += 1
             else:
                 skipped += 1
@@ -46,19 +47,25 @@ def _named(args: argparse.Namespace, store: Any) -> Iterator[RunRecord | RecordD
             yield damaged
 
 
-def _prune_one(args: argparse.Namespace, saver: Any, record: RunRecord | RecordDamaged) -> bool:
+def _prune_one(
+    args: argparse.Namespace, saver: Any, store: Any, record: RunRecord | RecordDamaged
+) -> bool:
     """Prune one thread while holding its lock; whether it was pruned."""
     thread = record.thread_id
     try:
         if isinstance(record, RecordDamaged):
             raise record
-        graph = reader(known(record).variant, saver)
-        with held(args.db, thread):
+        variant = known(record).variant
+        with held(args.db, thread) as lease:
+            # Written under this lease (its saver carries no lock of its own to take again).
+            graph = reader(variant, lease_saver(saver, lease))
             if thread_status(graph, thread) != "finished":
                 if args.threads:
                     out.warn(f"thread {thread} has not finished; kept whole")
                 return False
             prune_thread(graph, args.db, thread)
+            # Its final state is a new checkpoint: the summary `threads` reads follows it.
+            save_summary(graph, store, thread, args.db)
             return True
     except ThreadBusy:
         out.warn(f"thread {thread} is running in another process; kept whole")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from reactgraph.app.jsonl import MAX_LINE_BYTES, BadLine, Skip, id_text, read_jsonl_lines
-from reactgraph.nodes.loop.storable import unstorable
+from reactgraph.nodes.vocabulary.storable import unstorable
 
 T = TypeVar("T")
 

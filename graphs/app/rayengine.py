@@ -20,14 +20,21 @@ Each job gives exactly one result.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from reactgraph.app import interrupts
-from reactgraph.app.pool import Job, OpenRunner, check_counts, failed, job_count
+from reactgraph.app.pool import (
+    Job,
+    OpenRunner,
+    check_counts,
+    failed,
+    job_count,
+    peeked,
+    shares,
+)
 from reactgraph.app.rayactors import check_shared, cluster_workers, connected, spawn, stop
 
 logger = logging.getLogger(__name__)
@@ -70,40 +77,33 @@ def run_ray(
     open_runner: OpenRunner,
     jobs: Iterable[Job],
     *,
-    workers: int | None = None,
-    concurrency: int = 8,
     address: str | None = None,
     db: str | None = None,
-    flight: Any = None,
+    workers: int | None = None,
+    concurrency: int = 8,
     total: int | None = None,
+    flight: Any = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run ``jobs`` on ``workers`` actors (default: the cluster's CPUs; capped by the number of
-    jobs when known: their length, or ``total``), ``concurrency`` in flight in all; yield each
-    result as its run ends. ``db`` is where the runner keeps its runs, checked against the
-    cluster; ``flight.running`` is kept at the number of jobs in flight, for a progress bar."""
+    """Run ``jobs`` on the Ray cluster at ``address`` (else ``RAY_ADDRESS``, else a local one:
+    ``rayactors.connected``), on ``workers`` actors (default: the cluster's CPUs; capped by
+    the number of jobs when known: their length, or ``total``), ``concurrency`` in flight in
+    all; yield each result as its run ends. ``db`` is where the runner keeps its runs, checked
+    against the cluster; ``flight.running`` is kept at the number of jobs in flight, for a
+    progress bar."""
     check_counts(workers=workers or 1, concurrency=concurrency)
-    source = iter(jobs)
-    first = next(source, None)
-    if first is None:
+    source = peeked(jobs)
+    if source is None:
         return
     with connected(address) as ray:
         check_shared(ray, db)
         count = workers or cluster_workers(ray)
-        total = job_count(jobs, total)
-        if total is not None:
-            count = min(count, max(1, total))
-        slots = max(1, math.ceil(concurrency / count))
+        count, slots = shares(count, concurrency, job_count(jobs, total))
         group, actors = spawn(ray, open_runner, count, slots)
         state = _State([_Actor(a) for a in actors], slots)
         try:
-            yield from _drive(ray, state, _chain(first, source), flight)
+            yield from _drive(ray, state, source, flight)
         finally:
             stop(ray, [a.handle for a in state.actors], [a.up for a in state.actors], group)
-
-
-def _chain(first: Job, rest: Iterator[Job]) -> Iterator[Job]:
-    yield first
-    yield from rest
 
 
 def _send(ray: Any, state: _State, sent: _Sent) -> bool:
@@ -118,37 +118,47 @@ def _send(ray: Any, state: _State, sent: _Sent) -> bool:
     return True
 
 
+def _top_up(ray: Any, state: _State, jobs: Iterator[Job], more: bool) -> bool:
+    """Send the jobs to send again, then (while ``more``) new ones from ``jobs``, until no
+    actor has a free slot; whether ``jobs`` may still have more."""
+    while state.again and _send(ray, state, state.again[0]):
+        state.again.pop(0)
+    while more and not state.again:
+        job = next(jobs, None)
+        if job is None:
+            return False
+        if not _send(ray, state, sent := _Sent(job, state.actors[0])):
+            state.again.append(sent)
+    return more
+
+
+def _ready(ray: Any, state: _State) -> list[Any]:
+    """The refs done within a poll: jobs' results and down actors' pings (empty after a
+    short sleep when nothing is in flight: every actor down and not yet pinged again)."""
+    _ping(ray, state.actors)
+    refs = list(state.sent) + [a.ping for a in state.actors if a.ping is not None]
+    if not refs:
+        time.sleep(_PING_AGAIN_S / 4)
+        return []
+    ready, _ = ray.wait(refs, num_returns=1, timeout=_POLL_S)
+    if ready:
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+    return list(ready)
+
+
 def _drive(ray: Any, state: _State, jobs: Iterator[Job], flight: Any) -> Iterator[dict]:
     more = True
     while True:
-        while state.again and _send(ray, state, state.again[0]):
-            state.again.pop(0)
-        while more and not state.again:
-            job = next(jobs, None)
-            if job is None:
-                more = False
-            elif not _send(ray, state, sent := _Sent(job, state.actors[0])):
-                state.again.append(sent)
-                break
+        more = _top_up(ray, state, jobs, more)
         if flight is not None:
             flight.running = len(state.sent)
         if not state.sent and not state.again and not more:
             return
-        _ping(ray, state.actors)
-        refs = list(state.sent) + [a.ping for a in state.actors if a.ping is not None]
-        if not refs:  # every actor is down and not yet pinged again
-            time.sleep(_PING_AGAIN_S / 4)
-            continue
-        ready, _ = ray.wait(refs, num_returns=1, timeout=_POLL_S)
-        if ready:
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-        for ref in ready:
-            if ref in state.sent:
-                result = _finish(ray, state, ref)
-                if result is not None:
-                    yield result
-            else:
+        for ref in _ready(ray, state):
+            if ref not in state.sent:
                 _pinged(ray, state.actors, ref)
+            elif (result := _finish(ray, state, ref)) is not None:
+                yield result
 
 
 def _finish(ray: Any, state: _State, ref: Any) -> dict[str, Any] | None:

@@ -23,12 +23,14 @@ from reactgraph.app.eval.prebuilt import Contender
 from reactgraph.app.flags import RunOptions
 from reactgraph.app.pool import Job, Runner
 from reactgraph.batch import result_of
-from reactgraph.models import chat_model
-from reactgraph.nodes.loop.standing import AWAITING
+from reactgraph.models import DEFAULT_TIMEOUT_S, chat_model
+from reactgraph.nodes.middleware.rungs import Rung, parse_address
+from reactgraph.nodes.vocabulary.standing import AWAITING
 from reactgraph.storage.database import RunRecord, aopen_db, new_record
 from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, athread_lock
 from reactgraph.storage.pruning import prune_thread
 from reactgraph.storage.snapshots import aread_thread
+from reactgraph.storage.summaries import asave_summary
 from reactgraph.tools import default_tools
 from reactgraph.tools.loading import load_tools
 from reactgraph.variants import variant as spec_of
@@ -97,6 +99,30 @@ def taken_by(variant: str, settings: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if spec.setting(k) is not None}
 
 
+def with_ladder(
+    settings: dict[str, Any], model: Any, base_url: str | None, concurrency: int = 8
+) -> dict[str, Any]:
+    """``settings`` with the command line's ladder (``--escalate-to MODEL[@BASE_URL]``) made
+    into chat models with the same provider settings as ``--model``: its server (unless the
+    rung names one), its key, its timeout."""
+    texts = settings.get("escalate_to")
+    if not texts:
+        return settings
+    timeout = getattr(model, "request_timeout", None)
+    rungs = []
+    for text in texts:
+        name, url = parse_address(text)
+        rung = chat_model(
+            name,
+            base_url=url or base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            api_key=os.environ.get("OPENAI_API_KEY") or None,
+            timeout=timeout if isinstance(timeout, int | float) else DEFAULT_TIMEOUT_S,
+            concurrency=concurrency,
+        )
+        rungs.append(Rung(rung, name=text))
+    return {**settings, "escalate_to": rungs}
+
+
 def tool_timeout(variant: str, settings: dict[str, Any]) -> float:
     """The tool timeout a graph of ``variant`` built with ``settings`` has (its spec's default
     unless given)."""
@@ -121,31 +147,46 @@ def toolset(corpus: str | None, options: RunOptions, timeout: float) -> list[Any
     return tools
 
 
+def model_of(recipe: Recipe) -> Any:
+    """The recipe's chat model: its factory's, or a client of its model and server."""
+    if recipe.model_factory is not None:
+        return recipe.model_factory()
+    return chat_model(
+        recipe.model,
+        base_url=recipe.base_url,
+        api_key=os.environ.get("OPENAI_API_KEY") or None,
+        timeout=recipe.timeout,
+        concurrency=recipe.concurrency,
+    )
+
+
+def arm_settings(variant: str, settings: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """The settings a job's graph is built with: those its variant takes, with the action format
+    and the grammar its eval arm names."""
+    chosen = taken_by(variant, settings)
+    for name in ("action_format", "constrained_decoding"):
+        if extra.get(name) is not None:
+            chosen[name] = extra[name]
+    return chosen
+
+
 @contextlib.asynccontextmanager
 async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
     """A runner for this process: one model client, one database connection, and a graph per
     variant (a job's ``extra`` may name another variant, and bring its own search pages)."""
-    if recipe.model_factory is not None:
-        model = recipe.model_factory()
-    else:
-        model = chat_model(
-            recipe.model,
-            base_url=recipe.base_url,
-            api_key=os.environ.get("OPENAI_API_KEY") or None,
-            timeout=recipe.timeout,
-            concurrency=recipe.concurrency,
-        )
+    model = model_of(recipe)
     timeout = tool_timeout(recipe.variant, recipe.settings)
     tools = await asyncio.to_thread(toolset, recipe.corpus, recipe.options, timeout)
     async with aopen_db(recipe.db) as (saver, store):
         leases: dict[str, Lease] = {}
         guarded = GuardedSaver(saver, leases)
-        graphs: dict[tuple[str, str | None], Any] = {}
+        graphs: dict[tuple[str, tuple[str | None, str | None]], Any] = {}
 
         def graph_for(job: Job) -> Any:
             extra = job.extra or {}
             variant = extra.get("variant", recipe.variant)
-            chosen = extra.get("action_format")  # an eval's arm says its format
+            # An eval's arm says its format (and its grammar).
+            chosen = (extra.get("action_format"), extra.get("constrained_decoding"))
             pages = extra.get("pages")
             if (variant, chosen) in graphs and pages is None:
                 return graphs[variant, chosen]
@@ -155,10 +196,9 @@ async def open_runner(recipe: Recipe) -> AsyncIterator[Runner]:
                 cap = spec_of(recipe.variant).built(taken_by(recipe.variant, recipe.settings))
                 graph: Any = Contender(model, own, guarded, cap.max_turns)
             else:
-                settings = taken_by(variant, recipe.settings)
-                if chosen is not None:
-                    settings["action_format"] = chosen
+                settings = arm_settings(variant, recipe.settings, extra)
                 notes = store if recipe.options.notes_in_db else None
+                settings = with_ladder(settings, model, recipe.base_url, recipe.concurrency)
                 graph = build_graph(
                     variant, model=model, tools=own, checkpointer=guarded, store=notes, **settings
                 )
@@ -211,12 +251,15 @@ async def _run_held(
         variant = extra.get("variant", recipe.variant)
         if variant != PREBUILT:  # the prebuilt agent's thread is not a reactgraph run to show
             settings = {**recipe.settings}
-            if extra.get("action_format") is not None:
-                settings["action_format"] = extra["action_format"]
+            for name in ("action_format", "constrained_decoding"):
+                if extra.get(name) is not None:
+                    settings[name] = extra[name]
             own = dataclasses.replace(recipe, variant=variant, settings=settings)
             record = own.record(job.thread_id, job.question)
             await asyncio.to_thread(record.save, store)
         values = await graph.ainvoke({"question": job.question}, config)
     if recipe.prune and not values.get("__interrupt__"):  # a waiting run keeps its step
         await asyncio.to_thread(prune_thread, graph, recipe.db, job.thread_id)
+    if (job.extra or {}).get("variant", recipe.variant) != PREBUILT:
+        await asave_summary(graph, store, job.thread_id, recipe.db)  # for `threads`, `show`
     return values

@@ -19,7 +19,7 @@ from typing import Any
 
 from reactgraph.app import console as out
 from reactgraph.app.jsonl import BadLine, id_text, read_jsonl_stream
-from reactgraph.nodes.loop.endings import AWAITING
+from reactgraph.nodes.vocabulary.endings import AWAITING
 
 
 def digest(value: Any) -> str:
@@ -88,19 +88,26 @@ class Results:
                             "its question runs again"
                         )
                     break  # it may be a line being written: look at it again next time
-                if isinstance(value, BadLine) or not isinstance(value, dict):
-                    if report:
-                        out.warn(f"{self.path}:{number}: not a result line; ignored")
-                elif value.get("status") and not value.get("error"):
-                    key = self.identity(value)
-                    if key is not None:
-                        if value["status"] == AWAITING:
-                            self.waiting.add(key)
-                        else:
-                            self.done.add(key)
-                            self.finished.add(str(_key(value)))
+                if isinstance(value, dict):
+                    self._take(value)
+                elif report:
+                    out.warn(f"{self.path}:{number}: not a result line; ignored")
                 position = stream.tell()
         self._offset = position
+
+    def _take(self, line: dict[str, Any]) -> None:
+        """Note a result line read back: its identity waiting, or done (its key finished);
+        a line without a status, with an error, or with no identity counts for nothing."""
+        if not line.get("status") or line.get("error"):
+            return
+        identity = self.identity(line)
+        if identity is None:
+            return
+        if line["status"] == AWAITING:
+            self.waiting.add(identity)
+        else:
+            self.done.add(identity)
+            self.finished.add(str(_key(line)))
 
     def record(self, line: dict[str, Any]) -> bool:
         """Append a result line (with its ``key``) unless a finished result with its identity

@@ -20,13 +20,14 @@ from reactgraph.app.live import start, stream_run
 from reactgraph.app.options import UsageError, build_for, held, make_model, run_settings
 from reactgraph.app.recipe import Recipe
 from reactgraph.app.viewing import load_record, python_record
-from reactgraph.nodes.features.compaction import FALLBACK_WINDOW
-from reactgraph.nodes.loop.standing import AWAITING
+from reactgraph.nodes.loop.compaction import FALLBACK_WINDOW
+from reactgraph.nodes.vocabulary.standing import AWAITING
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, ScriptedChatModel
 from reactgraph.storage.backends import database_backend
 from reactgraph.storage.database import RunRecord, new_record, open_db
 from reactgraph.storage.locks import lease_saver
 from reactgraph.storage.snapshots import read_thread
+from reactgraph.storage.summaries import save_summary
 from reactgraph.tools import default_tools
 
 # The profile of the stand-in model that checks a batch's or an eval's graphs before any run.
@@ -69,7 +70,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
         # From here a stop leaves a thread that `resume` finishes (before, Ctrl-C waits).
         interrupts.stoppable(saved_hint(thread, args.db))
         out.console.print(f"[dim]thread {thread} ({args.variant}, {args.model})[/dim]")
-        return stream_run(graph, updates, record, args.db, lease)
+        code = stream_run(graph, updates, record, args.db, lease)
+        save_summary(graph, store, thread, args.db)  # what `threads` and `show` read
+        return code
 
 
 def follow_up(store: Any, thread: str, args: argparse.Namespace) -> None:
@@ -102,6 +105,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if status == "finished":
             out.console.print(f"Thread {record.thread_id} has already finished.")
             out.print_result(values)
+            save_summary(graph, store, record.thread_id, args.db)  # a thread run before them
             return 0
         if (name, url) != (record.model, record.base_url):
             record = record.moved_to(name, url)
@@ -111,7 +115,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
         payload = {"question": record.question} if status == "unknown" else None
         updates = None if status == AWAITING else start(graph, payload, record.thread_id)
         out.console.print(f"[dim]resuming thread {record.thread_id} ({name})[/dim]")
-        return stream_run(graph, updates, record, args.db, lease)
+        code = stream_run(graph, updates, record, args.db, lease)
+        save_summary(graph, store, record.thread_id, args.db)
+        return code
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

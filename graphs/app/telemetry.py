@@ -1,9 +1,11 @@
-"""The command line's OpenTelemetry export: with ``--otel`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``
-set, a tracer and a meter provider that send the runs' spans and metrics with OTLP over HTTP
-(``reactgraph[otel]``; the standard ``OTEL_EXPORTER_OTLP_*`` variables configure it, and
-``--otel`` alone sends to ``http://localhost:4318``, where a collector listens;
-``OTEL_METRICS_EXPORTER=none`` sends no metrics, for a backend that takes only traces, as
-Phoenix).
+"""The command line's OpenTelemetry export: with ``--otel``, ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` set, a tracer and a meter provider that send the runs'
+spans and metrics with OTLP over HTTP (``reactgraph[otel]``; the standard
+``OTEL_EXPORTER_OTLP_*`` variables configure it, and ``--otel`` alone sends to
+``http://localhost:4318``, where a collector listens; ``OTEL_METRICS_EXPORTER=none`` sends no
+metrics, for a backend that takes only traces, as Phoenix). The traces' endpoint alone sends
+the traces only: the metrics go where ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` says, or with ``--otel`` to the default.
 
 An endpoint that does not answer never fails a run, and delays the command's exit by at most
 ``SHUTDOWN_S``: the exporters time out after ``EXPORT_TIMEOUT_S`` (unless the variables say
@@ -13,6 +15,7 @@ Worker processes (``batch``, ``eval``) inherit ``REACTGRAPH_OTEL`` and export th
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -22,6 +25,8 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
+TRACES_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+METRICS_ENV = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
 # Set by ``--otel`` for the command's own worker processes.
 FLAG_ENV = "REACTGRAPH_OTEL"
 DEFAULT_ENDPOINT = "http://localhost:4318"
@@ -37,9 +42,28 @@ class TracingUnavailable(RuntimeError):
     """``--otel`` was asked for, and the OpenTelemetry SDK or exporter is not installed."""
 
 
+def _set(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def flagged(flag: bool = False) -> bool:
+    """``--otel``, or its worker's inherited flag."""
+    return flag or os.environ.get(FLAG_ENV) == "1"
+
+
 def wanted(flag: bool = False) -> bool:
-    """Whether this process exports: ``--otel``, its worker's inherited flag, or an endpoint."""
-    return bool(flag or os.environ.get(FLAG_ENV) == "1" or os.environ.get(ENDPOINT_ENV, "").strip())
+    """Whether this process exports: ``--otel``, its worker's inherited flag, or an endpoint
+    (the OTLP one, or the traces' own: either alone is enough, as OpenTelemetry's conventions
+    have it)."""
+    return bool(flagged(flag) or _set(ENDPOINT_ENV) or _set(TRACES_ENV))
+
+
+def metrics_wanted(flag: bool = False) -> bool:
+    """Whether the metrics are sent too: not with ``OTEL_METRICS_EXPORTER=none``, nor when only
+    the traces' endpoint was given (nothing says where metrics would go)."""
+    if _set("OTEL_METRICS_EXPORTER").lower() == "none":
+        return False
+    return bool(flagged(flag) or _set(ENDPOINT_ENV) or _set(METRICS_ENV))
 
 
 def _timeout() -> float:
@@ -54,6 +78,76 @@ def _timeout() -> float:
     return EXPORT_TIMEOUT_S
 
 
+# What exporting needs: the API, the SDK and the OTLP/HTTP exporters (``reactgraph[otel]``).
+_SDK_MODULES = (
+    "opentelemetry.metrics",
+    "opentelemetry.trace",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.sdk.metrics",
+    "opentelemetry.sdk.metrics.export",
+    "opentelemetry.sdk.resources",
+    "opentelemetry.sdk.trace",
+    "opentelemetry.sdk.trace.export",
+)
+
+
+def _tracing(endpoint: str, resource: Any, timeout: float) -> Any:
+    """The process's tracer provider, set, sending batches of spans to ``endpoint``."""
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    spans = OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    provider.add_span_processor(
+        BatchSpanProcessor(spans, schedule_delay_millis=1000, export_timeout_millis=timeout * 1000)
+    )
+    trace.set_tracer_provider(provider)
+    return provider
+
+
+def _metering(endpoint: str, resource: Any, timeout: float) -> Any:
+    """The process's meter provider, set, sending the metrics to ``endpoint`` each minute."""
+    from opentelemetry import metrics
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    reader = PeriodicExportingMetricReader(
+        OTLPMetricExporter(endpoint=endpoint, timeout=timeout),
+        export_interval_millis=60_000,
+        export_timeout_millis=timeout * 1000,
+    )
+    provider = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
+    metrics.set_meter_provider(provider)
+    return provider
+
+
+def _endpoint(own: str, signal: str) -> str:
+    """Where one signal goes: its own variable ``own``, else ``/v1/<signal>`` under the
+    OTLP endpoint (or the default, a collector on this machine)."""
+    base = (_set(ENDPOINT_ENV) or DEFAULT_ENDPOINT).rstrip("/")
+    return _set(own) or f"{base}/v1/{signal}"
+
+
+def _resource() -> Any:
+    """What the telemetry says it comes from: ``OTEL_SERVICE_NAME``, else reactgraph."""
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+
+    return Resource.create({SERVICE_NAME: os.environ.get("OTEL_SERVICE_NAME") or "reactgraph"})
+
+
+def _unavailable(flag: bool, error: ImportError) -> bool:
+    """The SDK is missing: ``TracingUnavailable`` for ``--otel``, else a warning (False)."""
+    if flag:
+        raise TracingUnavailable(INSTALL_HINT) from error
+    named = ENDPOINT_ENV if _set(ENDPOINT_ENV) else TRACES_ENV
+    logger.warning("%s is set but %s; the runs are not traced", named, INSTALL_HINT)
+    return False
+
+
 def start(flag: bool = False) -> bool:
     """Set the process's tracer and meter providers to export with OTLP, once; True when they
     are set. With ``flag`` (``--otel``) a missing SDK raises ``TracingUnavailable``; with only
@@ -64,51 +158,17 @@ def start(flag: bool = False) -> bool:
         if _providers:
             return True
         try:
-            from opentelemetry import metrics, trace
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-                OTLPMetricExporter,
-            )
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-            from opentelemetry.sdk.metrics import MeterProvider
-            from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-            from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-            from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+            for module in _SDK_MODULES:
+                importlib.import_module(module)
         except ImportError as error:
-            if flag:
-                raise TracingUnavailable(INSTALL_HINT) from error
-            logger.warning("%s is set but %s; the runs are not traced", ENDPOINT_ENV, INSTALL_HINT)
-            return False
+            return _unavailable(flag, error)
         if flag:
             os.environ[FLAG_ENV] = "1"  # the command's worker processes export too
-        endpoint = os.environ.get(ENDPOINT_ENV, "").strip() or DEFAULT_ENDPOINT
-        base = endpoint.rstrip("/")
-        timeout = _timeout()
-        resource = Resource.create(
-            {SERVICE_NAME: os.environ.get("OTEL_SERVICE_NAME") or "reactgraph"}
-        )
-        traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or f"{base}/v1/traces"
-        spans = OTLPSpanExporter(endpoint=traces, timeout=timeout)
-        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-        tracer_provider.add_span_processor(
-            BatchSpanProcessor(
-                spans, schedule_delay_millis=1000, export_timeout_millis=timeout * 1000
-            )
-        )
-        measures = os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or f"{base}/v1/metrics"
-        reader = PeriodicExportingMetricReader(
-            OTLPMetricExporter(endpoint=measures, timeout=timeout),
-            export_interval_millis=60_000,
-            export_timeout_millis=timeout * 1000,
-        )
-        trace.set_tracer_provider(tracer_provider)
-        _providers.append(tracer_provider)
-        if os.environ.get("OTEL_METRICS_EXPORTER", "").strip().lower() != "none":
-            meter_provider = MeterProvider(
-                resource=resource, metric_readers=[reader], shutdown_on_exit=False
-            )
-            metrics.set_meter_provider(meter_provider)
-            _providers.append(meter_provider)
+        timeout, resource = _timeout(), _resource()
+        traces = _endpoint(TRACES_ENV, "traces")
+        _providers.append(_tracing(traces, resource, timeout))
+        if metrics_wanted(flag):
+            _providers.append(_metering(_endpoint(METRICS_ENV, "metrics"), resource, timeout))
         logger.info("exporting traces to %s", traces)
     return True
 
@@ -121,7 +181,7 @@ def stop() -> None:
         _providers.clear()
     if not providers:
         return
-    from reactgraph.nodes.features import tracing
+    from reactgraph.nodes.middleware import tracing
 
     tracing.end_all()
 

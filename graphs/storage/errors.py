@@ -7,5 +7,9 @@ class DatabaseError(RuntimeError):
     """The database cannot be opened or read; the message says which and why."""
 
 
+class ThreadBusy(RuntimeError):
+    """Another process is running this thread."""
+
+
 class NoDatabase(DatabaseError):
     """A command that only reads was pointed at a database that does not exist (or is empty)."""

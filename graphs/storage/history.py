@@ -1,10 +1,10 @@
 """Reading a thread's whole history in time linear in its checkpoints (SQLite savers).
 
-A delta-stored channel (``reactgraph.nodes.loop.reducers``) is rebuilt at a checkpoint by walking
-back to its last snapshot: LangGraph's ``get_delta_channel_history``, one saver call per
+A delta-stored channel (``reactgraph.nodes.vocabulary.reducers``) is rebuilt at a checkpoint by
+walking back to its last snapshot: LangGraph's ``get_delta_channel_history``, one saver call per
 checkpoint read. ``get_state_history`` reads every checkpoint, so a thread of N checkpoints
-costs N walks of up to ``reactgraph.nodes.loop.delta.MAX_STEPS_BETWEEN_SNAPSHOTS`` ancestors, each
-ancestor read from the file and decoded again: quadratic (143 s for 600 turns).
+costs N walks of up to ``reactgraph.nodes.vocabulary.delta.MAX_STEPS_BETWEEN_SNAPSHOTS`` ancestors,
+each ancestor read from the file and decoded again: quadratic (143 s for 600 turns).
 
 The savers here answer that call from an index of the thread instead
 (``reactgraph.storage.history_index``): built from the rows ``get_state_history`` reads first

@@ -152,7 +152,7 @@ def state_specs() -> dict[str, DeltaChannel]:
     if _SPECS is None:
         from langgraph.graph import StateGraph
 
-        from reactgraph.nodes.loop.state import State
+        from reactgraph.nodes.vocabulary.state import State
 
         channels = StateGraph(State).channels
         _SPECS = {k: v for k, v in channels.items() if isinstance(v, DeltaChannel)}

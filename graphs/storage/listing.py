@@ -22,13 +22,15 @@ LangGraph changes the table's columns or key.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Any
-
-from langgraph.store.base import BaseStore
+from typing import TYPE_CHECKING, Any
 
 from reactgraph.storage.backends import INDEX, Backend, Dialect, backend_named, store_backend
+
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +63,36 @@ def record_pages(store: BaseStore, size: int) -> Iterator[list[tuple[str, Any]]]
     if backend is None:
         yield from _searched(store, size)
         return
-    dialect = backend.dialect
+    yield from _keyset_pages(store, backend.dialect, size)
+
+
+class _Over:
+    """A backend's dialect reading over a plain connection of its own (no store, no
+    LangGraph): ``threads`` and ``show`` on summarized threads (``reactgraph.app.fastview``)."""
+
+    def __init__(self, dialect: Dialect, connection: Any) -> None:
+        self.dialect, self.connection = dialect, connection
+
+    def cursor(self, _store: Any) -> Any:
+        return contextlib.nullcontext(self.connection)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.dialect, name)
+
+
+def connection_record_pages(
+    connection: Any, backend: str, size: int
+) -> Iterator[list[tuple[str, Any]]]:
+    """``record_pages`` over a plain connection of the backend (its own, read-only)."""
+    yield from _keyset_pages(None, _Over(backend_named(backend).dialect, connection), size)
+
+
+def connection_unrecorded_pages(connection: Any, backend: str, size: int) -> Iterator[list[str]]:
+    """``unrecorded_pages`` over a plain connection of the backend."""
+    yield from _unrecorded(None, _Over(backend_named(backend).dialect, connection), size)
+
+
+def _keyset_pages(store: Any, dialect: Any, size: int) -> Iterator[list[tuple[str, Any]]]:
     with dialect.cursor(store) as cursor:
         by_start = dialect.has_index(cursor)
     if not by_start:
@@ -117,7 +148,10 @@ def unrecorded_pages(store: BaseStore, size: int) -> Iterator[list[str]]:
     backend = store_backend(store)
     if backend is None:
         return
-    dialect = backend.dialect
+    yield from _unrecorded(store, backend.dialect, size)
+
+
+def _unrecorded(store: Any, dialect: Any, size: int) -> Iterator[list[str]]:
     p = dialect.param
     after: str | None = None
     while True:

@@ -29,12 +29,9 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from reactgraph.storage.backends import database_backend
+from reactgraph.storage.errors import ThreadBusy as ThreadBusy
 
 _HALTED = threading.Event()  # set by ``halt_writes``
-
-
-class ThreadBusy(RuntimeError):
-    """Another process is running this thread."""
 
 
 class LockLost(RuntimeError):
@@ -102,6 +99,44 @@ async def athread_lock(db: str, thread_id: str, saver: BaseCheckpointSaver) -> A
     ``guarded`` writes the thread's checkpoints with."""
     async with database_backend(db).alock(db, thread_id, saver) as lease:
         yield lease
+
+
+class ThreadLocks:
+    """The thread locks of the database at ``db``, carried by the savers ``open_db`` and
+    ``aopen_db`` give (``thread_locks``): a graph on such a saver holds a thread's lock while
+    it runs or edits it (``reactgraph.graph.ReactGraph``: ``invoke``, ``ainvoke``,
+    ``update_state``...), so two processes, or two threads of one, never both advance a thread
+    through the Python API; the second gets ``ThreadBusy``, as the command line's second
+    ``resume`` does. The command line's own savers (``lease_saver``, ``GuardedSaver``) carry
+    none: the command holds the lock already."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+
+    def hold(self, thread_id: str) -> contextlib.AbstractContextManager[Lease]:
+        return thread_lock(self.db, thread_id)
+
+    def ahold(self, thread_id: str) -> contextlib.AbstractAsyncContextManager[Lease]:
+        return _ahold(self.db, thread_id)
+
+
+def locking(saver: Any, db: str) -> Any:
+    """``saver``, carrying the thread locks of ``db`` (``ThreadLocks``)."""
+    saver.thread_locks = ThreadLocks(db)
+    return saver
+
+
+@contextlib.asynccontextmanager
+async def _ahold(db: str, thread_id: str) -> AsyncIterator[Lease]:
+    """``thread_lock`` without blocking the event loop while it connects or waits."""
+    import asyncio
+
+    lock = thread_lock(db, thread_id)
+    lease = await asyncio.to_thread(lock.__enter__)
+    try:
+        yield lease
+    finally:
+        await asyncio.to_thread(lock.__exit__, None, None, None)
 
 
 def lease_saver(saver: BaseCheckpointSaver, lease: Lease) -> BaseCheckpointSaver:

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from langgraph.store.base import BaseStore
 
 from reactgraph.storage.faults import DatabaseError
 from reactgraph.storage.listing import RUNS, record_pages
+
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
 
 RECORDS_PAGE = 500  # run records read at once by the listings (``threads``, ``prune --finished``)
 # What reading a stored value can raise: orjson's error is a ValueError, and LangGraph's
@@ -46,6 +48,19 @@ class RecordDamaged(DatabaseError):
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else "?"
+
+
+def _object(value: Any, thread: str) -> dict[str, Any]:
+    """A stored record's value as a JSON object (SQLite's JSON, as the listing reads it, is
+    bytes); ``RecordDamaged`` for one that is not JSON or not an object."""
+    if isinstance(value, bytes):
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError as error:
+            raise RecordDamaged(thread, _why(error)) from error
+    if not isinstance(value, dict):
+        raise RecordDamaged(thread, f"a JSON {type(value).__name__}, not an object", value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -89,23 +104,25 @@ class RunRecord:
         added are ignored, so old code can read it. ``RecordDamaged`` if a field is missing or
         of the wrong type, or if the value is not a record at all."""
         thread = key if key is not None else str(_field(value, "thread_id", "?"))
-        if isinstance(value, bytes):  # SQLite's JSON, as the listing reads it
-            try:
-                value = orjson.loads(value)
-            except orjson.JSONDecodeError as error:
-                raise RecordDamaged(thread, _why(error)) from error
-        if not isinstance(value, dict):
-            raise RecordDamaged(thread, f"a JSON {type(value).__name__}, not an object", value)
+        value = _object(value, thread)
         fields = {f.name: f for f in dataclasses.fields(cls)}
+        fault = cls._fault_in(value, fields)
+        if fault is None and key is not None and value["thread_id"] != key:
+            fault = f"it names thread {value['thread_id']!r}"
+        if fault is not None:
+            raise RecordDamaged(thread, fault, value)
+        return cls(**{k: v for k, v in value.items() if k in fields})
+
+    @staticmethod
+    def _fault_in(value: dict[str, Any], fields: dict[str, dataclasses.Field]) -> str | None:
+        """What is wrong with a stored record's fields: the first one missing (and without a
+        default) or of the wrong type; None when they are all right."""
         for name, kinds in _KINDS.items():
             if name not in value and fields[name].default_factory is dataclasses.MISSING:
-                raise RecordDamaged(thread, f"no {name!r}", value)
+                return f"no {name!r}"
             if name in value and not _is(value[name], kinds):
-                kind = type(value[name]).__name__
-                raise RecordDamaged(thread, f"{name!r} is a {kind}", value)
-        if key is not None and value["thread_id"] != key:
-            raise RecordDamaged(thread, f"it names thread {value['thread_id']!r}", value)
-        return cls(**{k: v for k, v in value.items() if k in fields})
+                return f"{name!r} is a {type(value[name]).__name__}"
+        return None
 
     def moved_to(self, model: str, base_url: str | None) -> RunRecord:
         """This record with the model (and server) a resumed run goes on with."""
@@ -123,7 +140,13 @@ class RunRecord:
         (``reactgraph.storage.listing``). A record that cannot be read is given as its
         ``RecordDamaged`` (never raised: the listing goes on), in its place by start time (a
         record without one counts as started at 0)."""
-        for rows in record_pages(store, page or RECORDS_PAGE):
+        return RunRecord.each_in(record_pages(store, page or RECORDS_PAGE))
+
+    @staticmethod
+    def each_in(pages: Iterable[list[tuple[str, Any]]]) -> Iterator[RunRecord | RecordDamaged]:
+        """``each`` over pages of ``(key, stored value)`` rows read by other means (a plain
+        connection: ``reactgraph.storage.listing.connection_record_pages``)."""
+        for rows in pages:
             for key, value in rows:
                 try:
                     yield RunRecord.from_value(value, key)

@@ -1,5 +1,5 @@
-"""Reading where a thread stands (``reactgraph.nodes.loop.standing`` decides): its status and latest
-values in one read, for sync and async checkpointers. A checkpoint row that cannot be decoded
+"""Reading where a thread stands (``reactgraph.nodes.vocabulary.standing`` decides): its status and
+latest values in one read, for sync and async checkpointers. A checkpoint row that cannot be decoded
 (flipped bytes, a truncated blob, an unknown codec name) is ``ThreadDamaged``: one line naming
 the thread, never a traceback, and every other thread reads as before.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from reactgraph.nodes.loop.standing import ThreadStatus, status_of
+from reactgraph.nodes.vocabulary.standing import ThreadStatus, status_of
 from reactgraph.storage.database import DatabaseError
 
 __all__ = ["ThreadDamaged", "ThreadStatus", "aread_thread", "read_thread", "status_of"]

@@ -17,6 +17,11 @@ from reactgraph.variants.notes import NOTES
 from reactgraph.variants.notes_compaction import NOTES_COMPACTION
 from reactgraph.variants.transcript import TRANSCRIPT
 
+VARIANT_KEY = "reactgraph_variant"
+"""The checkpoint metadata key naming the variant whose graph wrote the checkpoint."""
+MODEL_KEY = "reactgraph_model"
+"""The checkpoint metadata key naming the model the graph was built with."""
+
 REGISTRY: dict[str, Variant] = {
     v.name: v for v in (TRANSCRIPT, NOTES, COMPACTION, NOTES_COMPACTION)
 }

@@ -3,12 +3,12 @@ goes on in a fresh window; a forced answer at the cap."""
 
 from __future__ import annotations
 
-from reactgraph.nodes.loop.run_settings import CompactionSettings
-from reactgraph.nodes.loop.view import View
+from reactgraph.nodes.vocabulary.run_settings import CompactionSettings
+from reactgraph.nodes.vocabulary.view import View
 from reactgraph.spec import Step, Variant
 
 COMPACT_HISTORY = Step(
-    "compact_history", "reactgraph.nodes.features.compaction", every_turn=True, can_end=True
+    "compact_history", "reactgraph.nodes.loop.compaction", every_turn=True, can_end=True
 )
 
 COMPACTION = Variant(

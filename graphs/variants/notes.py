@@ -3,14 +3,14 @@ the notes and only the last turns, and at the cap the run stops with its notes s
 
 from __future__ import annotations
 
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.run_settings import NotesSettings
-from reactgraph.nodes.loop.view import View
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.run_settings import NotesSettings
+from reactgraph.nodes.vocabulary.view import View
 from reactgraph.spec import Action, Step, Variant
 
-LOAD_NOTES = Step("load_notes", "reactgraph.nodes.features.notes", every_turn=False)
+LOAD_NOTES = Step("load_notes", "reactgraph.nodes.loop.notes", every_turn=False)
 UPDATE_NOTES = Action(
-    "update_notes", prompts.UPDATE_NOTES_DESCRIPTION, "reactgraph.nodes.features.notes"
+    "update_notes", prompts.UPDATE_NOTES_DESCRIPTION, "reactgraph.nodes.loop.notes"
 )
 
 NOTES = Variant(

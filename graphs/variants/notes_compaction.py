@@ -9,8 +9,8 @@ budget_exhausted once a run budget is spent).
 
 from __future__ import annotations
 
-from reactgraph.nodes.loop.run_settings import NotesCompactionSettings
-from reactgraph.nodes.loop.view import View
+from reactgraph.nodes.vocabulary.run_settings import NotesCompactionSettings
+from reactgraph.nodes.vocabulary.view import View
 from reactgraph.spec import Variant
 from reactgraph.variants.compaction import COMPACT_HISTORY
 from reactgraph.variants.notes import LOAD_NOTES, UPDATE_NOTES

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reactgraph.nodes.loop.run_settings import RunSettings
+from reactgraph.nodes.vocabulary.run_settings import RunSettings
 from reactgraph.spec import Variant
 
 TRANSCRIPT = Variant(

@@ -1,3 +1,3 @@
-"""Calling the model: the prompting node, the provider's quirks and retries, the call streamed
-or plain, replies that cannot be read, counting tokens, the tools described and bound, a grammar
-sent with a call, and where blocking calls run so a deadline can be kept."""
+"""Calling the model, all of it: the chat model's client and its HTTP transport, the provider's
+quirks and retries, the call streamed or plain, replies that cannot be read, the streamed tokens'
+line breaks, counting tokens, the tools described and bound, and a grammar sent with a call."""

@@ -22,14 +22,9 @@ from langchain_core.runnables import RunnableBinding
 from langchain_core.tools import BaseTool
 
 from reactgraph.nodes.calling.streamchoice import openai_family
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.running.tool_io import (
-    RAW,
-    Injected,
-    Uncallable,
-    describe_schema,
-    visible_args,
-)
+from reactgraph.nodes.running.injection import Injected
+from reactgraph.nodes.running.tool_io import RAW, Uncallable, describe_schema, visible_args
+from reactgraph.nodes.vocabulary import prompts
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +123,20 @@ def action_parameters(
     found = {name: tuple(parameters(tool, _hidden(tool, injected))) for name, tool in tools.items()}
     found.update({name: ("text",) for name, _ in extra_actions})
     return found
+
+
+def schema_name(schema: Mapping[str, Any]) -> str:
+    """The name of a tool's JSON schema (``{"type": "function", "function": {"name": ...}}``,
+    or a flat ``{"name": ...}``)."""
+    inner = schema.get("function")
+    return str((inner if isinstance(inner, Mapping) else schema).get("name", ""))
+
+
+def names_of(tools: Any) -> tuple[str, ...]:
+    """The names of a model request's tools (a ``BaseTool``'s, or a JSON schema's)."""
+    return tuple(
+        schema_name(t) if isinstance(t, Mapping) else str(getattr(t, "name", "")) for t in tools
+    )
 
 
 def tool_schemas(

@@ -27,11 +27,17 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from reactgraph.nodes.calling.replies import http_status
 from reactgraph.nodes.calling.streamchoice import openai_family
 
 logger = logging.getLogger(__name__)
 
 SETTING = "constrained_decoding='gbnf'"
+GRAMMAR = "grammar"
+"""The model request's setting (``ModelRequest.model_settings``) that carries the text format's
+GBNF grammar."""
+STRICT_TOOLS = "strict_tools"
+"""The model request's setting that binds the tool_calls format's tools strict."""
 LLAMA_FIELD = "grammar"
 VLLM_FIELD = "structured_outputs"
 MOST_SERVERS = 256
@@ -102,16 +108,9 @@ def refused(url: str | None) -> bool:
         return _key(url) in _refused
 
 
-def _status(error: BaseException) -> int | None:
-    status = getattr(error, "status_code", None)
-    if status is None:
-        status = getattr(getattr(error, "response", None), "status_code", None)
-    return status if isinstance(status, int) else None
-
-
 def rejects(error: BaseException) -> bool:
     """A 400/422 answer that names the constraint (its field, a grammar, strict schemas)."""
-    if _status(error) not in (400, 422):
+    if http_status(error) not in (400, 422):
         return False
     text = str(error).lower()
     return any(word in text for word in _NAMED)

@@ -4,9 +4,11 @@ escaped literals, bounded text, and a JSON schema as a grammar for a JSON value.
 Pure, and bounded: a grammar's size is linear in what it is built from (names, properties, enum
 values), every repetition has an upper bound (so a model under it always finishes within a
 known length), and a schema's nesting is read to a fixed depth only. Whatever the model is
-allowed to write can be read by this loop's parser: no text holds ``n:`` (so never
-``Observation:``, the stop sequence, which would cut a reply mid-way), a JSON string never holds
-a raw line break.
+allowed to write can be read by this loop's parser: no text holds ``n:`` or ``N:`` (so never
+``Observation:``, the stop sequence, which would cut a reply mid-way, nor the parser's
+``observation:`` in any case), a JSON string never holds a raw line break. A JSON value written
+as a literal (a ``const``, an ``enum`` value, a property's name) keeps that promise too: an
+``n`` before a colon in it is written as its escape ``\\u006e``, the same JSON value.
 """
 
 from __future__ import annotations
@@ -30,30 +32,28 @@ MAX_DIGITS = 15
 _RULE_NAME = re.compile(r"[^a-z0-9-]+")
 
 
+# The characters a literal writes as GBNF's own escapes.
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _literal_char(char: str) -> str:
+    """One character as a GBNF literal holds it: a quote, a backslash, a line break or a tab
+    as its escape, a control or invisible character (a lone surrogate too) as its code."""
+    escape = _ESCAPES.get(char)
+    if escape is not None:
+        return escape
+    code = ord(char)
+    if code < 0x20 or 0x7F <= code < 0xA0:
+        return f"\\x{code:02X}"
+    if not char.isprintable() or 0xD800 <= code <= 0xDFFF:
+        return f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}"
+    return char
+
+
 def literal(text: str) -> str:
     """``text`` as a GBNF string literal: quotes, backslashes and every control or invisible
     character escaped, so no name can end the literal or the rule."""
-    out = ['"']
-    for char in text:
-        code = ord(char)
-        if char == '"':
-            out.append('\\"')
-        elif char == "\\":
-            out.append("\\\\")
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\r":
-            out.append("\\r")
-        elif char == "\t":
-            out.append("\\t")
-        elif code < 0x20 or 0x7F <= code < 0xA0:
-            out.append(f"\\x{code:02X}")
-        elif not char.isprintable() or 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
+    return '"' + "".join(map(_literal_char, text)) + '"'
 
 
 def repeat(item: str, most: int, least: int = 0) -> str:
@@ -90,9 +90,10 @@ class Grammar:
         return "\n".join(lines) + "\n"
 
 
-# A line's characters: never "n:" (so never "Observation:"): an n, or a run of up to three,
-# is followed by a character that is neither n nor a colon, or ends the text.
+# A line's characters: never "n:" (so never "Observation:", in any case): an n (or N), or a
+# run of up to three, is followed by a character that is neither n nor a colon, or ends it.
 _CONTROL = r"\n\r\x00-\x08\x0B\x0C\x0E-\x1F"
+_N = "[nN]"
 
 
 def _class(banned: str) -> str:
@@ -105,36 +106,39 @@ def line_text(grammar: Grammar, hint: str, most: int, first: str = "", banned: s
     """A rule for one line of text, about 1 to ``most`` characters (a run of n's counts
     once), never "n:", none of ``banned``; its first character is not blank nor one of
     ``first`` (what the parser would strip or read otherwise)."""
-    unit = grammar.rule("unit", f'{_class("n" + banned)} | "n"{{1,3}} {_class("n:" + banned)}')
+    unit = grammar.rule("unit", f"{_class('nN' + banned)} | {_N}{{1,3}} {_class('nN:' + banned)}")
     lead = grammar.rule(
         f"{hint}-first",
-        f'{_class("n: " + chr(9) + first + banned)} | "n"{{1,3}} {_class("n:" + banned)}',
+        f"{_class('nN: ' + chr(9) + first + banned)} | {_N}{{1,3}} {_class('nN:' + banned)}",
     )
-    body = f'{lead} {repeat(unit, max(0, most - 1))} "n"{{0,3}} | "n"{{1,3}}'
+    body = f"{lead} {repeat(unit, max(0, most - 1))} {_N}{{0,3}} | {_N}{{1,3}}"
     return grammar.rule(hint, body)
 
 
 # A JSON string's characters: anything printable but a quote, a backslash or a control
-# character, or an escape; never "n:" either.
-_STRING_NOT_N = r'[^"\\\x00-\x1Fn]'
-_STRING_NOT_N_COLON = r'[^"\\\x00-\x1Fn:]'
-_STRING_ANY = r'[^"\\\x00-\x1F]'
+# character, or an escape; never "n:" either (a string of exact lengths writes a colon as its
+# escape: each character is one unit there).
+_STRING_NOT_N = r'[^"\\\x00-\x1FnN]'
+_STRING_NOT_N_COLON = r'[^"\\\x00-\x1FnN:]'
+_STRING_NOT_COLON = r'[^"\\\x00-\x1F:]'
 _ESCAPE = r'"\\" ["\\/bfnrt]'
+_COLON_ESCAPE = r'"\\u003a"'
 
 
 def json_string(grammar: Grammar, most: int, least: int = 0, exact: bool = False) -> str:
     """A rule for a JSON string on one line of about ``least`` to ``most`` characters (a run
     of n's counts once: never "n:"), or, ``exact``, of ``least`` to ``most`` characters as a
-    schema's ``minLength``/``maxLength`` say (an escape counts once)."""
+    schema's ``minLength``/``maxLength`` say (an escape counts once; a colon is written
+    ``\\u003a``)."""
     if exact:
-        unit = grammar.rule("char", f"{_STRING_ANY} | {_ESCAPE}")
+        unit = grammar.rule("char", f"{_STRING_NOT_COLON} | {_ESCAPE} | {_COLON_ESCAPE}")
         body = f'"\\"" {repeat(unit, most, least)} "\\""'
         return grammar.rule(f"string-exact-{least}-{most}", body)
     unit = grammar.rule(
         "char",
-        f'{_STRING_NOT_N} | {_ESCAPE} | "n"{{1,3}} ({_STRING_NOT_N_COLON} | {_ESCAPE})',
+        f"{_STRING_NOT_N} | {_ESCAPE} | {_N}{{1,3}} ({_STRING_NOT_N_COLON} | {_ESCAPE})",
     )
-    body = f'"\\"" {repeat(unit, most, least)} "n"{{0,3}} "\\""'
+    body = f'"\\"" {repeat(unit, most, least)} {_N}{{0,3}} "\\""'
     return grammar.rule(f"string-{least}-{most}", body)
 
 
@@ -146,9 +150,24 @@ def _number() -> str:
     return f'{_integer()} ("." [0-9]{{1,{MAX_DIGITS}}})? ([eE] [-+]? [0-9]{{1,3}})?'
 
 
+# In JSON text, an n or N right before a colon is inside a string (a key's colon follows its
+# closing quote): written as its \u escape, the same value; and the escape \n before a colon.
+_LABEL_COLON = re.compile(r"(?P<lf>\\n(?=:))|(?P<escape>\\(?:u[0-9a-fA-F]{4}|.))|(?P<n>[nN](?=:))")
+
+
+def _escaped(found: re.Match[str]) -> str:
+    if found.lastgroup == "lf":
+        return "\\u000a"
+    if found.lastgroup == "n":
+        return f"\\u{ord(found.group()):04x}"
+    return found.group()  # any other escape, as it is
+
+
 def json_literal(value: Any) -> str:
-    """A JSON value written exactly as ``json.dumps`` writes it, as a GBNF literal."""
-    return literal(json.dumps(value, ensure_ascii=False))
+    """A JSON value written as ``json.dumps`` writes it, as a GBNF literal; an ``n`` right
+    before a colon written as its escape (``Observatio\\u006e:``), so no literal holds ``n:``:
+    a ``const`` of ``"Observation: x"`` is that value, never the stop sequence."""
+    return literal(_LABEL_COLON.sub(_escaped, json.dumps(value, ensure_ascii=False)))
 
 
 WS = '" "?'
@@ -194,16 +213,11 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def json_value(
-    grammar: Grammar, schema: Any, string_chars: int, depth: int = MAX_DEPTH, hint: str = "value"
-) -> str:
-    """A rule for a JSON value following ``schema`` (its type, ``enum``/``const``, an object's
-    properties and required ones, an array's items, ``anyOf``/``oneOf``, strings' lengths);
-    what the grammar cannot say (patterns, formats, numeric ranges, ``$ref``) is left to the
-    tool's own check. A string holds at most ``string_chars`` characters unless its schema
-    says fewer."""
-    if not isinstance(schema, Mapping) or depth <= 0:
-        return any_json(grammar, 2 if depth > 0 else 0, string_chars)
+def _listed(
+    grammar: Grammar, schema: Mapping[str, Any], string_chars: int, depth: int, hint: str
+) -> str | None:
+    """A rule for a schema that lists what the value may be: a ``const``, an ``enum`` of at
+    most ``MAX_ENUM`` values, ``anyOf``/``oneOf`` options; None for a schema that does not."""
     if "const" in schema:
         return grammar.rule(hint, json_literal(schema["const"]))
     enum = schema.get("enum")
@@ -217,41 +231,72 @@ def json_value(
                 for i, o in enumerate(options[:MAX_ENUM])
             ]
             return grammar.rule(hint, " | ".join(rules))
+    return None
+
+
+def json_value(
+    grammar: Grammar, schema: Any, string_chars: int, depth: int = MAX_DEPTH, hint: str = "value"
+) -> str:
+    """A rule for a JSON value following ``schema`` (its type, ``enum``/``const``, an object's
+    properties and required ones, an array's items, ``anyOf``/``oneOf``, strings' lengths);
+    what the grammar cannot say (patterns, formats, numeric ranges, ``$ref``) is left to the
+    tool's own check. A string holds at most ``string_chars`` characters unless its schema
+    says fewer."""
+    if not isinstance(schema, Mapping) or depth <= 0:
+        return any_json(grammar, 2 if depth > 0 else 0, string_chars)
+    listed = _listed(grammar, schema, string_chars, depth, hint)
+    if listed is not None:
+        return listed
     types = _types(schema)
+    if not types and isinstance(schema.get("properties"), Mapping):
+        types = ["object"]
     if not types:
-        if isinstance(schema.get("properties"), Mapping):
-            types = ["object"]
-        else:
-            return any_json(grammar, min(2, depth), string_chars)
+        return any_json(grammar, min(2, depth), string_chars)
     bodies = [_typed(grammar, schema, t, string_chars, depth, hint) for t in types]
     return grammar.rule(hint, " | ".join(bodies))
+
+
+def _string(schema: Mapping[str, Any], grammar: Grammar, chars: int) -> str:
+    """A string of the lengths the schema says (``minLength``, ``maxLength``), at most
+    ``chars`` characters."""
+    exact = "maxLength" in schema or "minLength" in schema
+    most = _bound(schema, "maxLength", chars, chars)
+    least = min(_bound(schema, "minLength", 0, chars), most)
+    return json_string(grammar, most, least, exact)
+
+
+def _array(grammar: Grammar, schema: Mapping[str, Any], chars: int, depth: int, hint: str) -> str:
+    """An array of the schema's ``items``, as many as ``minItems`` and ``maxItems`` say (at
+    most ``MAX_ITEMS``)."""
+    most = _bound(schema, "maxItems", MAX_ITEMS, MAX_ITEMS)
+    least = min(_bound(schema, "minItems", 0, most), most)
+    item = json_value(grammar, schema.get("items"), chars, depth - 1, f"{hint}-item")
+    if most == 0:
+        return f'"[" {WS} "]"'
+    more = f'({WS} "," {WS} {item}){{{max(0, least - 1)},{most - 1}}}'
+    listed = f"{item} {more}"
+    return f'"[" {WS} {listed if least else f"({listed})?"} {WS} "]"'
+
+
+# The types whose grammar the schema does not change.
+_FIXED = {
+    "integer": _integer(),
+    "number": _number(),
+    "boolean": '"true" | "false"',
+    "null": '"null"',
+}
 
 
 def _typed(
     grammar: Grammar, schema: Mapping[str, Any], kind: str, chars: int, depth: int, hint: str
 ) -> str:
+    fixed = _FIXED.get(kind)
+    if fixed is not None:
+        return fixed
     if kind == "string":
-        exact = "maxLength" in schema or "minLength" in schema
-        most = _bound(schema, "maxLength", chars, chars)
-        least = min(_bound(schema, "minLength", 0, chars), most)
-        return json_string(grammar, most, least, exact)
-    if kind == "integer":
-        return _integer()
-    if kind == "number":
-        return _number()
-    if kind == "boolean":
-        return '"true" | "false"'
-    if kind == "null":
-        return '"null"'
+        return _string(schema, grammar, chars)
     if kind == "array":
-        most = _bound(schema, "maxItems", MAX_ITEMS, MAX_ITEMS)
-        least = min(_bound(schema, "minItems", 0, most), most)
-        item = json_value(grammar, schema.get("items"), chars, depth - 1, f"{hint}-item")
-        if most == 0:
-            return f'"[" {WS} "]"'
-        more = f'({WS} "," {WS} {item}){{{max(0, least - 1)},{most - 1}}}'
-        listed = f"{item} {more}"
-        return f'"[" {WS} {listed if least else f"({listed})?"} {WS} "]"'
+        return _array(grammar, schema, chars, depth, hint)
     if kind == "object":
         return json_object(grammar, schema, chars, depth, hint)
     return any_json(grammar, min(2, depth), chars)

@@ -9,7 +9,8 @@ loop's parser reads as an action or an answer.
   JSON object following its schema for several; ``[]`` for none.
 - Only actions whose name the parser reads back as that action are offered (a name holding a
   bracket or a line break could never be called from a text Action; escaping keeps every
-  other name, whatever it holds, inside its literal).
+  other name, whatever it holds, inside its literal). ``build_graph`` takes no other tool
+  (``reactgraph.nodes.loop.deps.TOOL_NAME``), so a graph's grammar offers all its tools.
 - The forced answer's grammar has the Final Answer branch only; with an answer schema the
   answer is a JSON value following it.
 - Every part has a length bound, from the run's ``max_completion_tokens``: a reply the grammar
@@ -56,15 +57,19 @@ class Lengths:
     answer: int = MAX_ANSWER_CHARS
 
     @classmethod
-    def within(cls, max_completion_tokens: int | None, longest_name: int = 0) -> Lengths:
+    def within(
+        cls, max_completion_tokens: int | None, longest_name: int = 0, calls: int = 1
+    ) -> Lengths:
         """Lengths whose whole step fits in ``max_completion_tokens`` (a character a token at
-        least, as for plain text), half of the room each to the Thought and to what follows."""
+        least, as for plain text), half of the room each to the Thought and to what follows
+        (shared by ``calls`` Action lines)."""
         if max_completion_tokens is None:
             return cls()
         room = max(2 * MIN_CHARS, max_completion_tokens - STEP_TOKENS - longest_name)
         thought = min(MAX_THOUGHT_CHARS, max(MIN_CHARS, room // 2))
         rest = max(MIN_CHARS, room - thought)
-        return cls(thought, min(MAX_INPUT_CHARS, rest), min(MAX_ANSWER_CHARS, rest))
+        each = max(MIN_CHARS, (rest - (calls - 1) * (STEP_TOKENS + longest_name)) // calls)
+        return cls(thought, min(MAX_INPUT_CHARS, each), min(MAX_ANSWER_CHARS, rest))
 
 
 def callable_names(actions: Actions) -> list[str]:
@@ -127,15 +132,19 @@ def react_grammar(
     forced: bool = False,
     answer_schema: Mapping[str, Any] | None = None,
     max_completion_tokens: int | None = None,
+    max_calls: int | None = None,
 ) -> str:
     """The GBNF grammar of one step of a run whose actions are ``actions`` (tools and the
     variant's own, ``update_notes``): ``Thought: <line>`` then ``Action: <name>[<input>]`` or
     ``Final Answer: <text>`` (only the answer when ``forced``: the forced last answer; a JSON
-    value following ``answer_schema`` when given), each within ``max_completion_tokens``."""
+    value following ``answer_schema`` when given), each within ``max_completion_tokens``; with
+    ``max_calls`` (``parallel_tool_calls``), 1 to ``max_calls`` Action lines."""
     if answer_schema is not None and not isinstance(answer_schema, Mapping):
         raise TypeError(f"answer_schema must be a JSON schema (a dict), got {answer_schema!r}")
     offered = [] if forced else callable_names(actions)
-    lengths = Lengths.within(max_completion_tokens, max((len(n) for n in offered), default=0))
+    most = max(1, max_calls or 1)
+    longest = max((len(n) for n in offered), default=0)
+    lengths = Lengths.within(max_completion_tokens, longest, most)
     grammar = Grammar()
     thought = line_text(grammar, "thought", lengths.thought)
     branches = [_answer(grammar, lengths, answer_schema)]
@@ -149,6 +158,11 @@ def react_grammar(
             given = _input(grammar, name, arguments, lengths.input)
             calls.append(grammar.rule("call", f'{literal(name + "[")} {given} "]"'))
         named = grammar.rule("action", f"{literal(ACTION)} ({' | '.join(calls)})")
+        if most > 1:  # 1 to ``most`` Action lines, each optional one inside the last
+            more = ""
+            for _ in range(most - 1):
+                more = f'("\\n" {named} {more})?' if more else f'("\\n" {named})?'
+            named = grammar.rule("actions", f"{named} {more}")
         branches.insert(0, named)
     step = grammar.rule("step", " | ".join(branches))
     return grammar.text(f'{literal(THOUGHT)} {thought} "\\n" {step}')

@@ -1,4 +1,5 @@
-"""A 200 reply that cannot be read as a chat completion, and how to tell the kinds apart.
+"""A 200 reply that cannot be read as a chat completion, and how to tell the kinds apart; the
+HTTP status of a reply that failed (``http_status``).
 
 A body that is not UTF-8, a completion without choices, or a streamed request answered with a
 plain body that holds no completion is a ``MalformedReply``, retried like a 5xx. A streamed reply
@@ -6,7 +7,8 @@ that ends before its finish reason is a ``StreamCut``: the server or a proxy sto
 (llama-cpp-python's server does so when another request is waiting, and sends no event at all
 when its chatml-function-calling chooses a tool), so it is not the model's reply; the caller
 asks again at once, plain. An OpenAI-compatible event stream with no event in it is such a cut,
-unless the transport (``reactgraph.eventstream``) said the body was no event stream at all.
+unless the transport (``reactgraph.nodes.calling.eventstream``) said the body was no event stream
+at all.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ NO_CHOICES = "'choices'"
 READERS = frozenset({"openai", "langchain_openai"})  # the packages that read a reply's body
 
 
-# Set by the transport (``reactgraph.eventstream``) when the streamed request it just sent got a
-# plain 200 body that is no chat completion; an empty event stream is a cut one.
+# Set by the transport (``reactgraph.nodes.calling.eventstream``) when the streamed request it just
+# sent got a plain 200 body that is no chat completion; an empty event stream is a cut one.
 _UNREADABLE = contextvars.ContextVar("reactgraph_unreadable_reply", default=False)
 
 
@@ -91,3 +93,11 @@ def _said(error: BaseException) -> str:
     """The error in one short line: its type and the start of its first line."""
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0][:120] if lines else ''}".rstrip(": ")
+
+
+def http_status(error: BaseException) -> int | None:
+    """The HTTP status a provider's error carries (on itself or its response), or None."""
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None

@@ -9,12 +9,13 @@ default, ends a stream early when another request is waiting (``--interrupt_requ
 So a ChatOpenAI left to choose (neither ``streaming=True`` nor ``disable_streaming``, as
 ``chat_model`` makes it by default) streams, and learns from the replies, never from a request
 of its own: a server whose streamed reply ends without usage (that call is counted with
-tiktoken, ``nodes.calling.model.count_tokens``, ``note_no_usage``) or is cut short (``note_cut``) is
-called plain from then on, per server and model, for the process (the last ``MOST_SERVERS``).
+tiktoken, ``tokens.count_tokens``, ``note_no_usage``) or is cut short (``note_cut``) is called
+plain from then on, per server and model, for the process (the last ``MOST_SERVERS``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import Literal
@@ -34,8 +35,13 @@ _lock = threading.Lock()
 
 def openai_family(model: BaseChatModel) -> bool:
     """ChatOpenAI and its kin (by name: importing langchain-openai costs a second that a
-    scripted run does not need)."""
-    return any(cls.__name__ == "BaseChatOpenAI" for cls in type(model).__mro__)
+    scripted run does not need); asked several times a call, answered once per class."""
+    return _openai_class(type(model))
+
+
+@functools.cache
+def _openai_class(kind: type) -> bool:
+    return any(cls.__name__ == "BaseChatOpenAI" for cls in kind.__mro__)
 
 
 def streams(model: BaseChatModel) -> bool:

@@ -29,11 +29,13 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes.calling import deadlines, replies, streamchoice
+from reactgraph.nodes.calling import replies, streamchoice
+from reactgraph.nodes.calling.linebreaks import plain, with_hard_breaks
 from reactgraph.nodes.calling.replies import MalformedReply, StreamCut
 from reactgraph.nodes.calling.streamchoice import OPENAI_URL, openai_family
-from reactgraph.nodes.chatview.linebreaks import plain, with_hard_breaks
+from reactgraph.nodes.calling.tokens import UNREADABLE_USAGE, read_usage
 from reactgraph.nodes.reading.toolcalls import reread_calls
+from reactgraph.nodes.running import deadlines
 
 # How a finished reply says it was cut at the cap: OpenAI-compatible servers' finish_reason,
 # Anthropic's stop_reason, Ollama's done_reason.
@@ -147,14 +149,49 @@ def _whole(model: BaseChatModel, message: Any) -> Any:
     return message
 
 
-def _usage_noted(model: BaseChatModel, message: Any) -> Any:
+def _usage_noted(model: BaseChatModel, message: Any, unread: str | None = None) -> Any:
     """The whole streamed reply, its server noted as sending no usage on streams if it sent
-    none (the call is counted with tiktoken; the next ones go plain)."""
-    usage = getattr(message, "usage_metadata", None) or {}
-    prompt = usage.get("input_tokens")
-    if not isinstance(prompt, int) or prompt <= 0:
+    none (the call is counted with tiktoken; the next ones go plain). ``unread``: why the usage
+    it sent could not be read or was refused, kept on the reply (``tokens.UNREADABLE_USAGE``):
+    the call is counted with tiktoken, and its server does send usage."""
+    if unread is not None:
+        metadata = {**(getattr(message, "response_metadata", None) or {}), UNREADABLE_USAGE: unread}
+        return message.model_copy(update={"response_metadata": metadata})
+    if read_usage(message) is None:
         streamchoice.note_no_usage(model)
     return message
+
+
+# What reading a stream's next event may raise in the client: a message type refusing a value
+# (pydantic's ValidationError is a ValueError), langchain-openai's sums over counts that are no
+# numbers, a usage that is no object.
+_READING = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+
+
+def _unread_usage(chunks: list[Any], error: Exception) -> str | None:
+    """Why a stream's usage could not be read, when ``error`` (raised reading its next event)
+    came after the reply's finish reason: what follows it is the usage event (OpenAI's comes
+    last, alone), and the reply is whole. None when the reply had not ended: another failure."""
+    if not any(_ended(chunk) for chunk in chunks):
+        return None
+    lines = str(error).strip().splitlines()
+    said = f"{type(error).__name__}: {lines[0][:120] if lines else ''}".rstrip(": ")
+    return f"its usage event could not be read ({said})"
+
+
+def _counted(chunks: list[Any]) -> tuple[list[Any], str | None]:
+    """The chunks with any usage that cannot be right taken out of them (merged, NaN or a
+    string would fail the reply; a negative count would be taken), and why it was refused
+    (``tokens.read_usage``)."""
+    refused: str | None = None
+    kept = list(chunks)
+    for index, chunk in enumerate(chunks):
+        if getattr(chunk, "usage_metadata", None):
+            found = read_usage(chunk)
+            if isinstance(found, str):
+                refused = found
+                kept[index] = chunk.model_copy(update={"usage_metadata": None})
+    return kept, refused
 
 
 def _checked(model: BaseChatModel, message: Any, forced: bool) -> Any:
@@ -176,16 +213,22 @@ def gather(
     its next chunk (the caller has given up on it)."""
     stream: Any = model.stream(messages, config, **_stream_options(model), **arguments)
     chunks: list[Any] = []
+    unread: str | None = None
     try:
         for chunk in stream:
             if abandoned.is_set():
                 break
             chunks.append(chunk)
+    except _READING as error:
+        unread = _unread_usage(chunks, error)
+        if unread is None:
+            raise
     finally:
         stream.close()
+    chunks, refused = _counted(chunks)
     if abandoned.is_set():
         return _joined(chunks)
-    return _usage_noted(model, _whole(model, _joined(chunks)))
+    return _usage_noted(model, _whole(model, _joined(chunks)), unread or refused)
 
 
 async def agather(
@@ -196,11 +239,18 @@ async def agather(
 ) -> Any:
     """The streamed reply as one message; cancelling it closes the stream."""
     chunks: list[Any] = []
+    unread: str | None = None
     stream: Any = model.astream(messages, config, **_stream_options(model), **arguments)
     async with contextlib.aclosing(stream) as streamed:
-        async for chunk in streamed:
-            chunks.append(chunk)
-    return _usage_noted(model, _whole(model, _joined(chunks)))
+        try:
+            async for chunk in streamed:
+                chunks.append(chunk)
+        except _READING as error:
+            unread = _unread_usage(chunks, error)
+            if unread is None:
+                raise
+    chunks, refused = _counted(chunks)
+    return _usage_noted(model, _whole(model, _joined(chunks)), unread or refused)
 
 
 @dataclass(frozen=True)
@@ -222,7 +272,7 @@ class ModelCall:
         return {**self.arguments, "stream": False} if forced else self.arguments
 
     def run(self) -> Any:
-        """The reply (as the model wrote it; ``reactgraph.nodes.chatview.linebreaks``)."""
+        """The reply (as the model wrote it; ``reactgraph.nodes.calling.linebreaks``)."""
         config = with_hard_breaks(self.config)
         abandoned = threading.Event()
 

@@ -5,31 +5,31 @@ SDK's ``useStream``) expect them.
 function (``chat_update``), so nodes never write messages themselves. A run's question is a
 human message; each model reply an AI message (written as soon as the model answered, with its
 one tool call as soon as it is parsed), followed by a tool message holding the Observation as
-the model saw it; a compaction a message holding its summary; the final answer's reply, as it
-streamed, the last AI message. Messages accumulate across the runs of a thread.
+the model saw it; a compaction a message holding its summary; a run budget's 80% warning a
+message of its own; the final answer's reply, as it streamed, the last AI message (or, for a run
+that ended without one, a message saying how it ended). Messages accumulate across the runs of a
+thread.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from reactgraph.nodes.chatview.linebreaks import hard
+from reactgraph.nodes.calling.linebreaks import hard
 from reactgraph.nodes.chatview.questions import content_parts, unread_note
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.endings import ENDINGS
-from reactgraph.nodes.loop.state import CompactionRecord, Turn
 from reactgraph.nodes.running.tool_io import Uncallable, model_json, visible_args
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.endings import chat_ending
+from reactgraph.nodes.vocabulary.state import CompactionRecord, Turn
 
 # Ids of the human messages a run adds for a question given as ``{"question": ...}``.
 QUESTION_ID = "rg-question-"
 # The tool-call name of a reply that named no valid action (its Observation says why).
 INVALID = "invalid_reply"
-# The last AI message of a run that ended without an answer (see ``reactgraph.nodes.loop.endings``).
-_ENDINGS = {e.status: e.chat for e in ENDINGS.values() if e.chat is not None}
 
 
 def is_new_question(messages: Sequence[BaseMessage]) -> bool:
@@ -99,8 +99,24 @@ def reply_message(
     content = "" if not reply["text"] and reply.get("tool_calls") else shown(reply["text"])
     if reading is None:
         return AIMessage(content, id=ai_id)
+    several = reading.get("actions")
+    if several:  # a reply of several calls (``parallel_tool_calls``): each its tool call
+        made = [_tool_call(r, f"call-{base}-{i}", tools or {}) for i, r in enumerate(several, 1)]
+        return AIMessage(content, id=ai_id, tool_calls=made)
     call = _tool_call(reading, f"call-{base}", tools or {})
     return AIMessage(content, id=ai_id, tool_calls=[call])
+
+
+def not_run_message(turn: Turn, base: str) -> ToolMessage:
+    """The tool result of a turn's Action that never ran: the run spent its budget first."""
+    name = turn["action"] or INVALID
+    return ToolMessage(
+        prompts.CHAT_NOT_RUN,
+        tool_call_id=f"call-{base}",
+        name=name,
+        id=f"{base}-tool",
+        status=_TOOL_STATUS[True],
+    )
 
 
 def tool_message(turn: Turn, base: str) -> ToolMessage:
@@ -114,6 +130,32 @@ def tool_message(turn: Turn, base: str) -> ToolMessage:
         id=f"{base}-tool",
         status=_TOOL_STATUS[refused],
     )
+
+
+def tool_messages(turn: Turn, base: str) -> list[ToolMessage]:
+    """A completed turn's Observations: one tool message per call of a turn of several
+    (``parallel_tool_calls``), each answering its call; else ``tool_message``'s one."""
+    several = turn.get("actions")
+    if not several:
+        return [tool_message(turn, base)]
+    return [
+        ToolMessage(
+            record["observation"],
+            tool_call_id=f"call-{base}-{i}",
+            name=record["action"] or INVALID,
+            id=f"{base}-tool-{i}",
+            status=_TOOL_STATUS[record.get("approval", {}).get("decision") == "reject"],
+        )
+        for i, record in enumerate(several, 1)
+    ]
+
+
+def decided_message(turn: Turn, said: str, base: str) -> AIMessage:
+    """What a person typed in the chat to decide on the turn's Action, and what it decided."""
+    decided = prompts.DECIDED[turn["approval"]["decision"]]
+    action = f"{turn['action']}[{turn['action_input'] or ''}]"
+    text = prompts.CHAT_DECIDED.format(said=said, decided=decided, action=action)
+    return AIMessage(text, id=f"{base}-decided")
 
 
 # A tool message's own status (LangChain's): not how a run ended.
@@ -143,36 +185,96 @@ def _question_messages(state: Mapping[str, Any], update: Mapping[str, Any], run:
 
 
 def chat_update(
-    state: Mapping[str, Any], update: Mapping[str, Any], tools: Mapping[str, BaseTool]
+    state: Mapping[str, Any],
+    update: Mapping[str, Any],
+    tools: Mapping[str, BaseTool],
+    notes: Sequence[str] = (),
 ) -> tuple[BaseMessage, ...] | list[BaseMessage]:
     """The messages a node's update adds to the chat view, so it follows the loop as it runs:
     the reply's AI message once the model has answered, its tool call once the reply is parsed
-    (a list, which replaces the message by id), the tool message once the tool returned. New
+    (a list, which replaces the message by id), the tool message once the tool returned, then
+    ``notes`` (the run budgets' warnings the Observation gave, shown on their own). New
     messages come as a tuple, which the ``messages`` reducer appends without looking up
-    their (new) ids."""
-    run = update.get("run") or state.get("run") or 1
-    number = len(state.get("turns") or []) + 1
+    their (new) ids.
+
+    A run that spent its budget ends where it is: a reply read after that keeps its Action as a
+    tool call, answered "not run", and the run's ending comes after it (a reply that spent the
+    budget itself is read by ``parse_reply`` before the run ends)."""
+    run = _run_of(state, update)
+    number = len(_listed(state, "turns")) + 1
     base = f"rg-{run}-{number}"
     parsed = update.get("parsed")
     if parsed is not None and "turns" not in update and not update.get("status"):
         # parse_reply, an action or an unreadable reply: the message gets its tool call.
         return [reply_message(state["reply"], base, parsed, tools)]
-    added: list[BaseMessage] = []
-    if "run" in update:
-        added.extend(_question_messages(state, update, run))
-    compactions = update.get("compactions")
-    for record in compactions if isinstance(compactions, list) else []:
-        added.append(compaction_message(record, run))
-    turns = update.get("turns")
-    for turn in turns if isinstance(turns, list) else []:
-        base = f"rg-{run}-{turn['turn']}"
-        if turn["observation"] is not None:
-            added.append(tool_message(turn, base))
-        elif turn["kind"] == "forced":
-            added.append(reply_message(update["reply"], base))
-    if update.get("reply") is not None and parsed is None:
+    added = _question_messages(state, update, run) if "run" in update else []
+    added.extend(compaction_message(record, run) for record in _listed(update, "compactions"))
+    replaced: list[BaseMessage] = []
+    for turn in _listed(update, "turns"):
+        adds, replaces = _turn_messages(turn, run, state, update, tools)
+        added.extend(adds)
+        replaced.extend(replaces)
+    added.extend(
+        AIMessage(note, id=f"rg-{run}-{number}-budget-{i}") for i, note in enumerate(notes)
+    )
+    awaits_reading = _awaits_reading(update)
+    if awaits_reading:
         added.append(reply_message(update["reply"], base))  # call_model: the reply so far
-    ending = _ENDINGS.get(cast(Any, update.get("status")))
-    if ending is not None:
-        added.append(AIMessage(ending, id=f"rg-{run}-end"))
+    added.extend(_ending_messages(state, update, awaits_reading, run))
+    if replaced:
+        return [*replaced, *added]  # looked up by id: the reply's message gets its tool call
     return tuple(added)
+
+
+def _run_of(state: Mapping[str, Any], update: Mapping[str, Any]) -> int:
+    """The number of the run on the thread (a new run's from its update; 1 for the first)."""
+    return int(update.get("run") or state.get("run") or 1)
+
+
+def _listed(values: Mapping[str, Any], key: str) -> list[Any]:
+    """A list field of a state or an update (``turns``, ``compactions``); [] when absent."""
+    found = values.get(key)
+    return found if isinstance(found, list) else []
+
+
+def _awaits_reading(update: Mapping[str, Any]) -> bool:
+    """Whether the update brings a reply not yet read (call_model's)."""
+    return (
+        update.get("reply") is not None and update.get("parsed") is None and "turns" not in update
+    )
+
+
+def _turn_messages(
+    turn: Turn,
+    run: int,
+    state: Mapping[str, Any],
+    update: Mapping[str, Any],
+    tools: Mapping[str, BaseTool],
+) -> tuple[list[BaseMessage], list[BaseMessage]]:
+    """A completed turn's messages: those it adds (its tool messages and a decision typed in
+    the chat; a forced answer's reply; an Action the run's end left not run), and those it
+    replaces by id (the reply's message, given its tool call)."""
+    base = f"rg-{run}-{turn['turn']}"
+    if turn["observation"] is not None:
+        said = turn.get("approval", {}).get("said")
+        # A decision typed in the chat: its trace, after the result.
+        decided = [decided_message(turn, said, base)] if said else []
+        return [*tool_messages(turn, base), *decided], []
+    if turn["kind"] == "forced":
+        return [reply_message(update["reply"], base)], []
+    if turn["kind"] == "action":  # the run ended before its Action ran
+        reply = update.get("reply") or state["reply"]
+        return [not_run_message(turn, base)], [reply_message(reply, base, turn, tools)]
+    return [], []
+
+
+def _ending_messages(
+    state: Mapping[str, Any], update: Mapping[str, Any], awaits_reading: bool, run: int
+) -> list[BaseMessage]:
+    """How the run ended, when this update ends it (or read the reply of a run that spent its
+    budget), as a message; none otherwise."""
+    status = None if awaits_reading else update.get("status")
+    if status is None and update.get("parsed") is not None:
+        status = state.get("status")  # the reading of a reply that spent the run's budget
+    ending = chat_ending(status, update.get("budget") or state.get("budget"))
+    return [] if ending is None else [AIMessage(ending, id=f"rg-{run}-end")]

@@ -18,6 +18,17 @@ from langchain_core.messages import BaseMessage, convert_to_messages
 _TEXT_BLOCKS = ("text", "input_text")
 
 
+def _text_of(block: Any) -> str | None:
+    """A content block's text: a string as is, a text block's text ("" when it holds none);
+    None for a block that holds something else."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and block.get("type") in _TEXT_BLOCKS:
+        text = block.get("text")
+        return text if isinstance(text, str) else ""
+    return None
+
+
 def content_parts(content: Any) -> tuple[str, list[str]]:
     """A message content's text, its text blocks joined as written, and the types of the
     blocks that hold something else (in order, each named once)."""
@@ -26,16 +37,14 @@ def content_parts(content: Any) -> tuple[str, list[str]]:
     texts: list[str] = []
     others: list[str] = []
     for block in content if isinstance(content, Sequence) else []:
-        if isinstance(block, str):
-            texts.append(block)
-        elif isinstance(block, Mapping) and block.get("type") in _TEXT_BLOCKS:
-            text = block.get("text")
-            texts.append(text if isinstance(text, str) else "")
-        else:
-            kind = block.get("type") if isinstance(block, Mapping) else None
-            name = str(kind or "unknown")
-            if name not in others:
-                others.append(name)
+        text = _text_of(block)
+        if text is not None:
+            texts.append(text)
+            continue
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        name = str(kind or "unknown")
+        if name not in others:
+            others.append(name)
     return "".join(texts), others
 
 

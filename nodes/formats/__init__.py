@@ -21,13 +21,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
 
-    from reactgraph.nodes.calling.constrained import Constraint
     from reactgraph.nodes.calling.providers import ModelCaller
-    from reactgraph.nodes.loop.deps import Deps
-    from reactgraph.nodes.loop.run_settings import RunSettings
-    from reactgraph.nodes.loop.state import ModelReply, ParsedReply
+    from reactgraph.nodes.vocabulary.run_settings import RunSettings
+    from reactgraph.nodes.vocabulary.state import ModelReply, ParsedReply
 
 # The registered formats: the setting's value -> the module that holds its ``FORMAT``.
 _MODULES = {
@@ -36,6 +35,61 @@ _MODULES = {
 }
 NAMES: tuple[str, ...] = tuple(_MODULES)
 """Every ``action_format`` a run may have, the default first."""
+
+
+class Deps(Protocol):
+    """What a format asks of the graph it runs in (the loop's ``Deps`` is one): its model and
+    callers, its actions, and the tool schemas, bindings and grammars it keeps made."""
+
+    @property
+    def model(self) -> BaseChatModel:
+        """The graph's model."""
+        ...
+
+    @property
+    def caller(self) -> ModelCaller:
+        """The graph's model's caller."""
+        ...
+
+    @property
+    def call_params(self) -> Mapping[str, tuple[str, ...]]:
+        """Every action with the names of its arguments."""
+        ...
+
+    @property
+    def action_names(self) -> list[str]:
+        """Every action the model may call."""
+        ...
+
+    def caller_for(self, settings: RunSettings) -> ModelCaller:
+        """The run's model's caller."""
+        ...
+
+    def tool_schemas(
+        self, settings: RunSettings, names: tuple[str, ...] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every action (or those of ``names``) as a tool's JSON schema."""
+        ...
+
+    def tool_binding(
+        self,
+        caller: ModelCaller,
+        settings: RunSettings,
+        strict: bool = False,
+        names: tuple[str, ...] | None = None,
+    ) -> dict[str, Any]:
+        """The call arguments that bind every action (or those of ``names``) to the model."""
+        ...
+
+    def step_grammar(
+        self, settings: RunSettings, forced: bool = False, names: tuple[str, ...] | None = None
+    ) -> str:
+        """The GBNF grammar of one step of the run (of the actions ``names``)."""
+        ...
+
+    def described(self, names: tuple[str, ...] | None = None) -> str:
+        """The prompt's lines of every action (or of those of ``names``)."""
+        ...
 
 
 class ActionFormat(Protocol):
@@ -64,17 +118,39 @@ class ActionFormat(Protocol):
         earlier conversation's block and the question."""
         ...
 
+    binds_tools: bool
+    """Whether its calls bind the tools (and its replies carry tool calls)."""
+
     def bound(
-        self, deps: Deps, caller: ModelCaller, settings: RunSettings, forced: bool = False
+        self,
+        deps: Deps,
+        caller: ModelCaller,
+        settings: RunSettings,
+        forced: bool = False,
+        names: tuple[str, ...] | None = None,
+        strict: bool = False,
     ) -> Mapping[str, Any] | None:
         """The tools bound to a model call (``bind_tools``' arguments), or None; ``forced``: the
-        forced answer's call, which must not call a tool."""
+        forced answer's call, which must not call a tool; ``names``: only those actions (a
+        middleware narrowed them); ``strict``: bound strict (``constrained_decoding``)."""
         ...
 
-    def constraint(
-        self, deps: Deps, caller: ModelCaller, settings: RunSettings, forced: bool
-    ) -> Constraint:
-        """What constrains a model call under ``constrained_decoding="gbnf"``."""
+    def decoding(
+        self, deps: Deps, settings: RunSettings, forced: bool, names: tuple[str, ...] | None
+    ) -> dict[str, Any]:
+        """What constrains a model call under ``constrained_decoding="gbnf"``, as the model
+        request's settings (``model_settings``): the step's grammar, or the tools bound
+        strict."""
+        ...
+
+    def narrowed(
+        self,
+        messages: list[BaseMessage],
+        deps: Deps,
+        settings: RunSettings,
+        names: tuple[str, ...],
+    ) -> list[BaseMessage]:
+        """The prompt for the actions ``names`` alone (a middleware narrowed the tools)."""
         ...
 
     def check_model(self, deps: Deps, settings: RunSettings) -> None:

@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from reactgraph.nodes.calling import constrained
-from reactgraph.nodes.calling.constrained import Constraint, grammar_constraint
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.state import ModelReply, ParsedReply
+from reactgraph.nodes.calling.constrained import GRAMMAR
 from reactgraph.nodes.reading.textparser import parse_react
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.run_settings import notes_limit, parallel_cap
+from reactgraph.nodes.vocabulary.state import ModelReply, ParsedReply
 
 if TYPE_CHECKING:
     from reactgraph.nodes.calling.providers import ModelCaller
-    from reactgraph.nodes.loop.deps import Deps
-    from reactgraph.nodes.loop.run_settings import RunSettings
+    from reactgraph.nodes.formats import Deps
+    from reactgraph.nodes.vocabulary.run_settings import RunSettings
 
 # The seed's prompt up to its last line, "Question: {question}": the earlier conversation goes
 # between the two, the prompt's text otherwise as written.
@@ -77,22 +78,51 @@ class TextFormat:
     ) -> list[BaseMessage]:
         return [_opening(tool_descriptions, question, notes_limit, blocks, earlier)]
 
+    binds_tools = False
+
     def bound(
-        self, deps: Deps, caller: ModelCaller, settings: RunSettings, forced: bool = False
+        self,
+        deps: Deps,
+        caller: ModelCaller,
+        settings: RunSettings,
+        forced: bool = False,
+        names: tuple[str, ...] | None = None,
+        strict: bool = False,
     ) -> Mapping[str, Any] | None:
         return None
 
-    def constraint(
-        self, deps: Deps, caller: ModelCaller, settings: RunSettings, forced: bool
-    ) -> Constraint:
-        return grammar_constraint(deps.step_grammar(settings, forced))
+    def decoding(
+        self, deps: Deps, settings: RunSettings, forced: bool, names: tuple[str, ...] | None
+    ) -> dict[str, Any]:
+        """The step's grammar, of the actions ``names`` (None: all)."""
+        return {GRAMMAR: deps.step_grammar(settings, forced, names)}
+
+    def narrowed(
+        self,
+        messages: list[BaseMessage],
+        deps: Deps,
+        settings: RunSettings,
+        names: tuple[str, ...],
+    ) -> list[BaseMessage]:
+        """The prompt with the lines of the actions ``names`` alone, where it lists them all
+        (a middleware that rewrote that message keeps its own words)."""
+        limit = str(notes_limit(settings))
+        every = deps.described().replace(prompts.NOTES_LIMIT, limit)
+        some = deps.described(names).replace(prompts.NOTES_LIMIT, limit)
+        out = list(messages)
+        for index, message in enumerate(out):
+            if isinstance(message.content, str) and every in message.content:
+                content = message.content.replace(every, some, 1)
+                out[index] = message.model_copy(update={"content": content})
+                break
+        return out
 
     def check_model(self, deps: Deps, settings: RunSettings) -> None:
         if settings.constrained_decoding == "gbnf":
             constrained.check_grammar_model(deps.model)
 
     def read(self, reply: ModelReply, deps: Deps, settings: RunSettings) -> ParsedReply:
-        return parse_react(reply["text"], deps.action_names)
+        return parse_react(reply["text"], deps.action_names, parallel_cap(settings))
 
     def read_forced(self, reply: ModelReply, deps: Deps) -> tuple[ParsedReply, str | None]:
         parsed = parse_react(reply["text"], deps.action_names)

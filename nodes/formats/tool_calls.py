@@ -15,16 +15,17 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from reactgraph.nodes.calling import constrained
 from reactgraph.nodes.calling.binding import refused
-from reactgraph.nodes.calling.constrained import Constraint
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.state import ModelReply, ParsedReply
+from reactgraph.nodes.calling.constrained import STRICT_TOOLS
 from reactgraph.nodes.reading.textparser import parse_react
 from reactgraph.nodes.reading.toolcalls import read_tool_calls
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.run_settings import parallel_cap
+from reactgraph.nodes.vocabulary.state import ModelReply, ParsedReply
 
 if TYPE_CHECKING:
     from reactgraph.nodes.calling.providers import ModelCaller
-    from reactgraph.nodes.loop.deps import Deps
-    from reactgraph.nodes.loop.run_settings import RunSettings
+    from reactgraph.nodes.formats import Deps
+    from reactgraph.nodes.vocabulary.run_settings import RunSettings
 
 logger = logging.getLogger(__name__)
 
@@ -85,19 +86,43 @@ class ToolCallsFormat:
     ) -> list[BaseMessage]:
         return list(_tool_opening(question, blocks, earlier))
 
+    binds_tools = True
+
     def bound(
-        self, deps: Deps, caller: ModelCaller, settings: RunSettings, forced: bool = False
+        self,
+        deps: Deps,
+        caller: ModelCaller,
+        settings: RunSettings,
+        forced: bool = False,
+        names: tuple[str, ...] | None = None,
+        strict: bool = False,
     ) -> Mapping[str, Any] | None:
         """The tools stay bound for the forced answer, as providers want for a transcript with
-        tool calls in it, and are refused where the binding says how (``tool_choice="none"``)."""
-        bound = deps.tool_binding(caller, settings)
-        return refused(bound) if forced else bound
+        tool calls in it, and are refused where the binding says how (``tool_choice="none"``);
+        with ``parallel_tool_calls``, a server that takes it (the OpenAI family's) is asked
+        for several calls at once."""
+        bound = deps.tool_binding(caller, settings, strict, names)
+        if forced:
+            return refused(bound)
+        if settings.parallel_tool_calls and "tool_choice" in bound:  # the OpenAI family's
+            return {**bound, "parallel_tool_calls": True}
+        return bound
 
-    def constraint(
-        self, deps: Deps, caller: ModelCaller, settings: RunSettings, forced: bool
-    ) -> Constraint:
-        strict = deps.tool_binding(caller, settings, strict=True)
-        return Constraint(bound=refused(strict) if forced else strict)
+    def decoding(
+        self, deps: Deps, settings: RunSettings, forced: bool, names: tuple[str, ...] | None
+    ) -> dict[str, Any]:
+        """The tools bound strict."""
+        return {STRICT_TOOLS: True}
+
+    def narrowed(
+        self,
+        messages: list[BaseMessage],
+        deps: Deps,
+        settings: RunSettings,
+        names: tuple[str, ...],
+    ) -> list[BaseMessage]:
+        """The prompt as it is: the tools bound are the narrowed ones."""
+        return messages
 
     def check_model(self, deps: Deps, settings: RunSettings) -> None:
         if settings.constrained_decoding == "gbnf":
@@ -108,7 +133,7 @@ class ToolCallsFormat:
         """The reply's tool calls; a reply without one that wrote an Action as text all the
         same is warned about, once per server (it cannot bind tools, or was not asked to)."""
         calls = reply.get("tool_calls") or []
-        parsed = read_tool_calls(reply["text"], calls, deps.call_params)
+        parsed = read_tool_calls(reply["text"], calls, deps.call_params, parallel_cap(settings))
         if not calls and wrote_its_action(reply["text"], deps.action_names):
             warn_no_tool_calls(deps.caller_for(settings).url)
         return parsed

@@ -1,3 +1,4 @@
-"""The loop itself: the state and how it is stored, the run's settings, starting a run and the
-routers' decisions, how a run ends, one body per node (effects) and what every node needs (deps),
-the prompts, and what the model sees of the turns (the transcript)."""
+"""The loop's nodes and their routing, at the top of the rooms: starting a run and reading each
+reply (``control``), the model's turn and the forced answer (``model``), running a tool, a
+person's approval, the notes and compaction steps, what the model sees of the turns
+(``transcript``), and what every node needs (``deps``)."""

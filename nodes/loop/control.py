@@ -1,26 +1,28 @@
 """The loop's control: starting a run, reading each reply, and the pure decisions the graph's
-routers are made of (the routers themselves, which name nodes, live in ``reactgraph.assembly``).
+routers are made of (the routers themselves, which name nodes, are ``routing``'s).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import get_runtime
 from langgraph.types import Overwrite
 
-from reactgraph.nodes.calling.model import read_reply
 from reactgraph.nodes.chatview.chat import is_new_question
 from reactgraph.nodes.chatview.questions import content_parts, unread_note
-from reactgraph.nodes.features.budgets import fresh_usage
 from reactgraph.nodes.loop.deps import Deps
-from reactgraph.nodes.loop.run_settings import RunSettings
-from reactgraph.nodes.loop.state import ParsedReply, State, Turn, TurnKind
-from reactgraph.nodes.loop.transcript import new_turn
+from reactgraph.nodes.loop.model import read_reply
+from reactgraph.nodes.middleware.scope import current
 from reactgraph.nodes.reading.toolcalls import canonical_args
+from reactgraph.nodes.vocabulary.effects import Effect
+from reactgraph.nodes.vocabulary.run_settings import RunSettings
+from reactgraph.nodes.vocabulary.state import ParsedReply, State, Turn, TurnKind
+from reactgraph.nodes.vocabulary.turns import new_turn
 
 logger = logging.getLogger(__name__)
 
@@ -69,16 +71,32 @@ def start_run(
         "summary": None,
         "notes": None,
         "structured_answer": None,
-        # A new run spends from nothing; a resumed one never comes here, so it keeps counting.
-        "usage": fresh_usage(settings),
-        "budget": None,
-        "budget_warned": [],
     }
+
+
+def begin_run(
+    state: State, config: RunnableConfig, deps: Deps
+) -> Generator[Effect, Any, dict[str, Any]]:
+    """``start_run`` with the run's settings (the built values under the run's context, already
+    checked: the context is the graph's own schema, built from the caller's mapping), then the
+    ``before_agent`` hooks of the loop's middleware on the run as it begins."""
+    context = get_runtime().context
+    chosen: dict[str, Any] = vars(context) if context is not None else {}
+    settings = deps.settings.over(chosen)
+    update = start_run(state, config, deps, settings)
+    scope = current(state, config, deps)
+    scope.settings = settings
+    begun = yield from deps.chain.before_agent({**state, **update}, scope)
+    return {**update, **begun}
 
 
 def call_key(reading: Mapping[str, Any]) -> tuple[Any, str]:
     """What makes two actions the same: the action and its input, or for a native tool call
-    (``args``) the call's name and its arguments with their keys sorted."""
+    (``args``) the call's name and its arguments with their keys sorted; for a reply of
+    several calls (``actions``), the set of its calls' keys (their order does not matter)."""
+    several = reading.get("actions")
+    if several:
+        return None, repr(sorted(repr(call_key(call)) for call in several))
     args = reading.get("args")
     if args is not None:
         return reading["action"], canonical_args(args)
@@ -131,7 +149,11 @@ def empty_twice(turns: Sequence[Turn], reply: Mapping[str, Any]) -> bool:
 def parse_reply(state: State, config: RunnableConfig, deps: Deps) -> dict[str, Any]:
     """Parse the latest reply once; a final answer or a stuck repeat ends the run here."""
     reply = state["reply"]
+    if reply is None and state.get("status"):
+        return {}  # the run's time ran out in the model call (``budgets``): nothing to read
     if reply is None:
+        if state.get("status"):
+            return {}  # the run ended before its call (a middleware's: a spent budget)
         raise ValueError("parse_reply needs a model reply in the state")
     settings = deps.run_settings(state)
     parsed = read_reply(reply, deps, settings)  # a reply cut at the cap is not read

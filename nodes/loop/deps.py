@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -20,16 +20,19 @@ from reactgraph.nodes.calling.binding import (
     action_parameters,
     bound_arguments,
     describe_tools,
+    schema_name,
     tool_schemas,
 )
-from reactgraph.nodes.calling.constrained import Constraint
 from reactgraph.nodes.calling.grammar import react_grammar
-from reactgraph.nodes.calling.providers import ModelCaller
+from reactgraph.nodes.calling.providers import ModelCaller, model_name
 from reactgraph.nodes.calling.tokens import TokenCounter
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.run_settings import RunSettings, notes_limit
-from reactgraph.nodes.loop.view import WHOLE, View
-from reactgraph.nodes.running.tool_io import Injected, injected_args
+from reactgraph.nodes.middleware.seam import Chain
+from reactgraph.nodes.running.injection import Injected, injected_args
+from reactgraph.nodes.running.tool_runs import contained
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.bounded import remembered
+from reactgraph.nodes.vocabulary.run_settings import RunSettings, notes_limit, parallel_cap
+from reactgraph.nodes.vocabulary.view import WHOLE, View
 
 logger = logging.getLogger(__name__)
 
@@ -37,60 +40,10 @@ TokenCounterFn = Callable[[Sequence[BaseMessage]], int]
 ModelFactory = Callable[[str, str | None], BaseChatModel]
 
 
-def model_name(model: BaseChatModel) -> str | None:
-    """The model's name as its client reports it, if it does."""
-    for attribute in ("model_name", "model", "model_id"):
-        value = getattr(model, attribute, None)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def contained(tool: BaseTool) -> BaseTool:
-    """The tool, with its coroutine (if it has one) raising SystemExit or KeyboardInterrupt as
-    a plain error. LangChain runs a tool's coroutine in a task of its own, and asyncio re-raises
-    those two out of the event loop, which would end the caller's whole process."""
-    coroutine = getattr(tool, "coroutine", None)
-    if coroutine is None:
-        return tool
-
-    @functools.wraps(coroutine)  # keeps the signature LangChain inspects for `config`
-    async def guarded(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await coroutine(*args, **kwargs)
-        except (SystemExit, KeyboardInterrupt) as error:
-            raise ToolExit(str(error) or type(error).__name__) from None
-
-    return tool.model_copy(update={"coroutine": guarded})
-
-
-MOST_REMEMBERED = 32
-"""Per-run models (``model_name``/``base_url``) and notes limits a graph keeps made, the most
-recently used: a run's context is anyone's (a server), and each model holds its connections."""
-
 RUNS_REMEMBERED = 512
 """Runs whose typed settings a graph keeps made: more than the runs a batch has in flight (100
 by default), each of which reads them several times a step (a smaller cache made them again
 at nearly every read)."""
-
-_Key = TypeVar("_Key")
-_Value = TypeVar("_Value")
-
-
-def remembered(
-    cache: dict[_Key, _Value], key: _Key, value: _Value, most: int = MOST_REMEMBERED
-) -> _Value:
-    """``value``, kept under ``key`` as the newest of ``cache``, whose oldest is let go beyond
-    ``most`` (the caller holds the lock)."""
-    cache.pop(key, None)
-    cache[key] = value
-    while len(cache) > most:
-        del cache[next(iter(cache))]
-    return value
-
-
-class ToolExit(RuntimeError):
-    """A tool tried to end the process; the model reads it as the tool failing."""
 
 
 @dataclass(frozen=True)
@@ -122,10 +75,11 @@ class Deps:
     call_params: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Every action with the names of its arguments (reading a native tool call)."""
     _callers: dict[tuple[str | None, str | None], ModelCaller] = field(default_factory=dict)
-    _bindings: dict[tuple[str | None, str | None, Any, bool], dict[str, Any]] = field(
-        default_factory=dict
-    )
+    _others: dict[int, tuple[BaseChatModel, ModelCaller]] = field(default_factory=dict)
+    """Callers of the models a middleware asked for in place of the run's (a fallback)."""
+    _bindings: dict[Any, tuple[BaseChatModel, dict[str, Any]]] = field(default_factory=dict)
     _schemas: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
+    _described: dict[tuple[str, ...], str] = field(default_factory=dict)
     _grammars: dict[Any, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _settings_made: dict[int, tuple[Any, RunSettings]] = field(default_factory=dict)
@@ -133,6 +87,8 @@ class Deps:
     (the value held, so its identity is not reused): a node reads them several times a step."""
     variant: str = ""
     """The variant's name (the traces' ``gen_ai.agent.name``)."""
+    chain: Chain = field(default_factory=lambda: Chain(()))
+    """The loop's middleware, in order (``reactgraph.assembly.loop_middleware``)."""
 
     def run_settings(self, state: Mapping[str, Any]) -> RunSettings:
         """The run's settings as one typed value: its stored settings over the built ones (a
@@ -162,60 +118,104 @@ class Deps:
                 caller = ModelCaller(model, chosen)
             return remembered(self._callers, (name, url), caller)
 
-    def tool_schemas(self, settings: RunSettings) -> list[dict[str, Any]]:
-        """Every action as a tool's JSON schema (the ``tool_calls`` format), for the run's
-        notes limit; made once per limit."""
-        limit = notes_limit(settings)
+    def caller_of(self, model: BaseChatModel, settings: RunSettings) -> ModelCaller:
+        """The caller of ``model``: the run's own, or one made for a model a middleware asked
+        for instead (a fallback), kept while it is among the most recently used."""
+        caller = self.caller_for(settings)
+        if model is caller.model:
+            return caller
+        if not isinstance(model, BaseChatModel):
+            raise TypeError(f"a middleware asked for a model that is no BaseChatModel: {model!r}")
         with self._lock:
-            found = self._schemas.get(limit)
+            found = self._others.pop(id(model), None)
+            if found is None or found[0] is not model:
+                found = (model, ModelCaller(model, model_name(model)))
+            return remembered(self._others, id(model), found)[1]
+
+    def tool_schemas(
+        self, settings: RunSettings, names: tuple[str, ...] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every action as a tool's JSON schema (the ``tool_calls`` format), for the run's
+        notes limit, or those of ``names`` alone (a middleware narrowed them); made once per
+        limit and names."""
+        key = (notes_limit(settings), names)
+        with self._lock:
+            found = self._schemas.get(key)
         if found is None:
-            found = tool_schemas(self.tools, self.injected, self.action_specs, limit)
+            found = tool_schemas(self.tools, self.injected, self.action_specs, key[0])
+            if names is not None:
+                found = [schema for schema in found if schema_name(schema) in names]
             with self._lock:
-                remembered(self._schemas, limit, found)
+                remembered(self._schemas, key, found)
         return found
 
     def tool_binding(
-        self, caller: ModelCaller, settings: RunSettings, strict: bool = False
+        self,
+        caller: ModelCaller,
+        settings: RunSettings,
+        strict: bool = False,
+        names: tuple[str, ...] | None = None,
     ) -> dict[str, Any]:
-        """The call arguments that bind every action to the caller's model as a tool (the
-        ``tool_calls`` format), made once per model, notes limit and strictness; ValueError for
-        a model that cannot bind tools."""
-        key = (settings.model_name, settings.base_url, notes_limit(settings), strict)
+        """The call arguments that bind every action (or those of ``names``) to the caller's
+        model as a tool (the ``tool_calls`` format), made once per model, notes limit,
+        strictness and names; ValueError for a model that cannot bind tools."""
+        key = (id(caller.model), notes_limit(settings), strict, names)
         with self._lock:
             found = self._bindings.get(key)
-        if found is None:
-            found = bound_arguments(caller.model, self.tool_schemas(settings), strict)
+        if found is None or found[0] is not caller.model:
+            schemas = self.tool_schemas(settings, names)
+            found = (caller.model, bound_arguments(caller.model, schemas, strict))
             with self._lock:
                 remembered(self._bindings, key, found)
-        return found
+        return found[1]
 
-    def step_grammar(self, settings: RunSettings, forced: bool = False) -> str:
-        """The GBNF grammar of one step of this run (``grammar.react_grammar``): its actions,
-        its ``max_completion_tokens``, its notes limit, its answer schema when it has one;
-        made once per those."""
+    def step_grammar(
+        self, settings: RunSettings, forced: bool = False, names: tuple[str, ...] | None = None
+    ) -> str:
+        """The GBNF grammar of one step of this run (``grammar.react_grammar``): its actions
+        (or those of ``names``), its ``max_completion_tokens``, its notes limit, its answer
+        schema when it has one; made once per those."""
         schema = settings.answer_schema
         cap, limit = settings.max_completion_tokens, notes_limit(settings)
-        key = (forced, cap, limit, None if schema is None else repr(schema))
+        calls = parallel_cap(settings)
+        key = (forced, cap, limit, None if schema is None else repr(schema), names, calls)
         with self._lock:
             found = self._grammars.get(key)
         if found is None:
             actions = action_arguments(self.tools, self.injected, self.action_specs, limit)
+            if names is not None:
+                actions = {name: args for name, args in actions.items() if name in names}
             found = react_grammar(
-                actions, forced=forced, answer_schema=schema, max_completion_tokens=cap
+                actions,
+                forced=forced,
+                answer_schema=schema,
+                max_completion_tokens=cap,
+                max_calls=calls,
             )
             with self._lock:
                 remembered(self._grammars, key, found)
         return found
 
-    def constraint(
-        self, caller: ModelCaller, settings: RunSettings, forced: bool = False
-    ) -> Constraint | None:
-        """What constrains this run's model call (``constrained_decoding``): none when off; in
-        the text format the step's grammar (the answer alone when ``forced``); in the
-        ``tool_calls`` format the tools bound strict (refused when ``forced``): the format's."""
-        if settings.constrained_decoding != "gbnf":
-            return None
-        return formats.of(settings).constraint(self, caller, settings, forced)
+    def described(self, names: tuple[str, ...] | None = None) -> str:
+        """The prompt's lines of every action, or of those of ``names`` alone."""
+        if names is None:
+            return self.tool_descriptions
+        with self._lock:
+            found = self._described.get(names)
+        if found is None:
+            tools = [tool for name, tool in self.tools.items() if name in names]
+            extra = [spec for spec in self.action_specs if spec[0] in names]
+            found = describe_tools(tools, extra, self.injected)
+            with self._lock:
+                remembered(self._described, names, found)
+        return found
+
+    def request_tools(self, settings: RunSettings) -> list[Any]:
+        """What a model request offers the model (``ModelRequest.tools``): the tools, then the
+        variant's own actions as their JSON schemas."""
+        schemas = self.tool_schemas(settings)
+        own = [schema for schema in schemas if schema_name(schema) in self.extra_actions]
+        return [*self.tools.values(), *own]
 
     def check_format(self, settings: RunSettings) -> None:
         """ValueError when the settings ask for the ``tool_calls`` format of a model that
@@ -229,6 +229,69 @@ class Deps:
     def action_names(self) -> list[str]:
         """Every action the model may call: the tools and the variant's own actions."""
         return [*self.tools, *self.extra_actions]
+
+
+MAX_TOOL_NAME_CHARS = 64
+"""The longest tool name: OpenAI's limit for a function's name (``tool_calls``)."""
+TOOL_NAME = re.compile(r"[A-Za-z](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_])?")
+"""A tool name every action format and the grammar can call: an ASCII letter, then ASCII
+letters, digits, ``_``, ``.`` and ``-``, not ending in ``.`` or ``-``. The text format's parser
+reads a name that way (a leading ``_``, a quote or a trailing ``.`` it takes for markup around
+the name; a space or a bracket ends it), and the grammar offers only names it reads back."""
+
+
+def check_tool_name(name: str) -> None:
+    """ValueError naming the tool, what a name may hold and a name that would do, for a name
+    the model could not call in every action format (``TOOL_NAME``)."""
+    if TOOL_NAME.fullmatch(name) and len(name) <= MAX_TOOL_NAME_CHARS:
+        return
+    words = re.sub(r"[^A-Za-z0-9_.\-]+", "_", name).strip("_.-")[:MAX_TOOL_NAME_CHARS]
+    mended = words if words[:1].isalpha() else f"tool_{words}"[:MAX_TOOL_NAME_CHARS]
+    mended = mended.rstrip(".-")
+    rename = f" (e.g. {mended!r})" if words and TOOL_NAME.fullmatch(mended) else ""
+    raise ValueError(
+        f"tool {name[:80]!r} cannot be called by that name: a tool's name must be an ASCII "
+        "letter followed by ASCII letters, digits, '_', '.' or '-' (not ending in '.' or '-'), "
+        f"at most {MAX_TOOL_NAME_CHARS} characters; rename it{rename}"
+    )
+
+
+def _check_objects(model: Any, summarizer: Any, token_counter: Any, store: Any) -> None:
+    """TypeError for a model, summarizer, token counter or store of the wrong kind."""
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(f"model must be a langchain-core BaseChatModel, got {type(model).__name__}")
+    if summarizer is not None and not isinstance(summarizer, BaseChatModel):
+        raise TypeError(f"summarizer must be a BaseChatModel, got {type(summarizer).__name__}")
+    if token_counter is not None and not callable(token_counter):
+        raise TypeError("token_counter must be callable: token_counter(messages) -> int")
+    if store is not None and not isinstance(store, BaseStore):
+        raise TypeError(f"store must be a LangGraph BaseStore, got {type(store).__name__}")
+
+
+def _tools_by_name(
+    tools: Any, extra_actions: Sequence[tuple[str, str]]
+) -> tuple[dict[str, BaseTool], dict[str, Injected]]:
+    """The tools by name, each contained (``contained``), and the injected arguments of those
+    that have some; TypeError/ValueError for a list that is not of tools, or a name the model
+    could not call or could not tell from another action's."""
+    if isinstance(tools, BaseTool | str | bytes) or not isinstance(tools, Sequence):
+        raise TypeError("tools must be a list of langchain-core BaseTool")
+    reserved = {name.lower() for name, _ in extra_actions} | {prompts.FINISH_ACTION}
+    by_name: dict[str, BaseTool] = {}
+    injected: dict[str, Injected] = {}
+    for tool in tools:
+        if not isinstance(tool, BaseTool):
+            raise TypeError(f"every tool must be a langchain-core BaseTool, got {tool!r}")
+        check_tool_name(tool.name)
+        if tool.name.lower() == prompts.FINISH_ACTION:
+            raise ValueError("no tool may be named 'finish': Finish[answer] is how a model answers")
+        if tool.name in by_name or tool.name.lower() in reserved:
+            raise ValueError(f"two actions are named {tool.name!r}")
+        found = injected_args(tool)  # ValueError for an argument nothing can fill
+        if found:
+            injected[tool.name] = found
+        by_name[tool.name] = contained(tool)
+    return by_name, injected
 
 
 def make_deps(
@@ -245,30 +308,8 @@ def make_deps(
     variant: str = "",
 ) -> Deps:
     """Check the developer's objects and bundle them; misuse raises TypeError/ValueError."""
-    if not isinstance(model, BaseChatModel):
-        raise TypeError(f"model must be a langchain-core BaseChatModel, got {type(model).__name__}")
-    if summarizer is not None and not isinstance(summarizer, BaseChatModel):
-        raise TypeError(f"summarizer must be a BaseChatModel, got {type(summarizer).__name__}")
-    if token_counter is not None and not callable(token_counter):
-        raise TypeError("token_counter must be callable: token_counter(messages) -> int")
-    if store is not None and not isinstance(store, BaseStore):
-        raise TypeError(f"store must be a LangGraph BaseStore, got {type(store).__name__}")
-    if isinstance(tools, BaseTool | str | bytes) or not isinstance(tools, Sequence):
-        raise TypeError("tools must be a list of langchain-core BaseTool")
-    reserved = {name.lower() for name, _ in extra_actions} | {prompts.FINISH_ACTION}
-    by_name: dict[str, BaseTool] = {}
-    injected: dict[str, Injected] = {}
-    for tool in tools:
-        if not isinstance(tool, BaseTool):
-            raise TypeError(f"every tool must be a langchain-core BaseTool, got {tool!r}")
-        if tool.name.lower() == prompts.FINISH_ACTION:
-            raise ValueError("no tool may be named 'finish': Finish[answer] is how a model answers")
-        if tool.name in by_name or tool.name.lower() in reserved:
-            raise ValueError(f"two actions are named {tool.name!r}")
-        found = injected_args(tool)  # ValueError for an argument nothing can fill
-        if found:
-            injected[tool.name] = found
-        by_name[tool.name] = contained(tool)
+    _check_objects(model, summarizer, token_counter, store)
+    by_name, injected = _tools_by_name(tools, extra_actions)
     if getattr(model, "request_timeout", 0) is None:
         # ChatOpenAI waits forever by default; a hung provider would hang the run.
         logger.warning(

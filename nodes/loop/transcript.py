@@ -15,17 +15,17 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from reactgraph.nodes import formats
-from reactgraph.nodes.features.history import earlier_block
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.run_settings import (
+from reactgraph.nodes.loop.earlier import earlier_block
+from reactgraph.nodes.reading.answer_schema import answer_kind, schema_text
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.run_settings import (
     NotesSettings,
     RunSettings,
     narrowed,
     notes_limit,
 )
-from reactgraph.nodes.loop.state import ModelReply, ParsedReply, State, Turn, TurnKind
-from reactgraph.nodes.loop.view import View
-from reactgraph.nodes.reading.typed_answer import answer_kind, schema_text
+from reactgraph.nodes.vocabulary.state import CallRecord, State, Turn
+from reactgraph.nodes.vocabulary.view import View
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +34,13 @@ logger = logging.getLogger(__name__)
 # them keeps a turn's cost independent of the transcript's length.
 @functools.lru_cache(maxsize=8192)
 def _turn_messages(
-    text: str, observation: str | None, edited: str | None = None
+    text: str, observation: str | None, edited: str | None = None, labelled: bool = False
 ) -> tuple[BaseMessage, ...]:
     reply = AIMessage(text or "(empty reply)")
     if observation is None:
         return (reply,)
+    if labelled:  # several calls' Observations, each labelled already
+        return (reply, HumanMessage(observation))
     if edited is not None:  # the model's own Action is not what ran: it is told what did
         shown = prompts.OBSERVATION_EDITED.format(action=edited, text=observation)
         return (reply, HumanMessage(shown))
@@ -55,13 +57,31 @@ def _edited(turn: Turn) -> str | None:
 
 @functools.lru_cache(maxsize=8192)
 def _call_turn_messages(
-    text: str, observation: str | None, calls: str, edited: str | None = None
+    text: str,
+    observation: str | None,
+    calls: str,
+    edited: str | None = None,
+    answers: str | None = None,
 ) -> tuple[BaseMessage, ...]:
     """A ``tool_calls`` turn: the reply with its tool calls, then one tool message per call (the
     first holds the Observation, every other one says one action per turn); a reply with no
     tool call gets its Observation as the text format does. ``calls`` is their JSON (a key);
-    ``edited``: the Action that ran instead, when a person changed it."""
+    ``edited``: the Action that ran instead, when a person changed it; ``answers``: a turn of
+    several calls' Observations by call id (JSON), each call answered by its own."""
     records = json.loads(calls)
+    if answers is not None:
+        own = json.loads(answers)
+        tool_calls = [
+            {"name": c["name"], "args": c["args"], "id": c["id"], "type": "tool_call"}
+            for c in records
+        ]
+        return (
+            AIMessage(text or " ", tool_calls=tool_calls),
+            *(
+                ToolMessage(own.get(c["id"], ""), tool_call_id=c["id"], name=c["name"])
+                for c in records
+            ),
+        )
     if not records:
         return _turn_messages(text, observation, edited)
     tool_calls = [
@@ -102,10 +122,41 @@ def _calls_key(calls: Any) -> str:
 
 def turn_messages(turn: Turn) -> tuple[BaseMessage, ...]:
     """One turn as the model sees it in later prompts."""
-    calls, edited = turn.get("tool_calls"), _edited(turn)
+    calls, edited, several = turn.get("tool_calls"), _edited(turn), turn.get("actions")
     if calls is None:
-        return _turn_messages(turn["text"], turn["observation"], edited)
-    return _call_turn_messages(turn["text"], turn["observation"], _calls_key(calls), edited)
+        return _turn_messages(turn["text"], turn["observation"], edited, several is not None)
+    answers = None
+    if several is not None:
+        answers = json.dumps({a["call_id"]: answered(a) for a in several if a["call_id"]})
+    return _call_turn_messages(
+        turn["text"], turn["observation"], _calls_key(calls), edited, answers
+    )
+
+
+def answered(record: CallRecord) -> str:
+    """One call's Observation as its tool message holds it (a person's edit said)."""
+    approval = record.get("approval")
+    if approval is not None and approval["decision"] == "edit":
+        action = f"{record['action']}[{record['action_input']}]"
+        return prompts.TOOL_RESULT_EDITED.format(action=action, text=record["observation"])
+    return record["observation"]
+
+
+def parallel_rules(message: BaseMessage, cap: int) -> BaseMessage:
+    """The rules of the opening ``message`` with its one-action lines replaced by those of
+    ``parallel_tool_calls`` (``prompts.PARALLEL_RULES``)."""
+    content = message.content
+    if not isinstance(content, str):
+        return message
+    changed = _parallel_text(content, cap)
+    return message if changed == content else message.model_copy(update={"content": changed})
+
+
+@functools.lru_cache(maxsize=256)
+def _parallel_text(content: str, cap: int) -> str:
+    for one, several in prompts.PARALLEL_RULES.items():
+        content = content.replace(one, several.format(cap=cap), 1)
+    return content
 
 
 def instructions_block(settings: RunSettings) -> str:
@@ -144,9 +195,17 @@ def _progress_message(summary: str) -> HumanMessage:
     return HumanMessage(prompts.PROGRESS.format(summary=summary))
 
 
+def window_start(turns: int, window_turns: int, window_step: int) -> int:
+    """Where the notes' window starts among ``turns`` turns: it keeps between ``window_turns``
+    and ``window_turns + window_step - 1`` of the latest, and moves ``window_step`` turns at
+    once, so that between two moves each prompt extends the previous one (a server's prefix
+    cache reuses it). ``window_step=1``: always the last ``window_turns``."""
+    return max(0, (turns - window_turns) // window_step * window_step)
+
+
 def visible_turns(state: State, view: View, settings: RunSettings) -> list[Turn]:
-    """The turns in the model's view: those since the latest compaction, then at most the last
-    ``window_turns`` of them. Only those are copied, however long the transcript is."""
+    """The turns in the model's view: those since the latest compaction, then those of the
+    notes' window (``window_start``). Only those are copied, however long the transcript is."""
     turns = state.get("turns") or []
     start = 0
     compactions = state.get("compactions") or []
@@ -154,7 +213,9 @@ def visible_turns(state: State, view: View, settings: RunSettings) -> list[Turn]
         # Turn numbers are 1-based positions in the append-only transcript.
         start = compactions[-1]["first_kept_turn"] - 1
     if view.window:
-        start = max(start, len(turns) - narrowed(settings, NotesSettings).window_turns)
+        notes = narrowed(settings, NotesSettings)
+        step = min(notes.window_step, notes.window_turns)
+        start = max(start, window_start(len(turns), notes.window_turns, step))
     return turns[start:]
 
 
@@ -172,6 +233,8 @@ def render_prompt(
     messages = action_format.opening(
         tool_descriptions, state["question"], notes_chars, blocks, earlier
     )
+    if settings.parallel_tool_calls:
+        messages = [parallel_rules(m, settings.max_parallel_calls) for m in messages]
     if view.notes:
         notes = state.get("notes") or ""
         resumed = bool(state.get("resumed_notes"))
@@ -213,72 +276,3 @@ def _turns_messages(turns: list[Turn]) -> list[BaseMessage]:
         while len(_renderings) > _RENDERINGS_KEPT:
             del _renderings[next(iter(_renderings))]
     return list(messages)
-
-
-def new_turn(
-    state: State,
-    kind: TurnKind,
-    *,
-    reply: ModelReply,
-    parsed: ParsedReply | None,
-    observation: str | None = None,
-    tool_latency_s: float | None = None,
-    artifact: Any = None,
-) -> Turn:
-    """The record of the turn that ``reply`` started, numbered after the turns so far."""
-    turn = Turn(
-        turn=len(state.get("turns") or []) + 1,
-        kind=kind,
-        reply=reply["raw"],
-        text=reply["text"],
-        thought=parsed["thought"] if parsed else None,
-        action=parsed["action"] if parsed else None,
-        action_input=parsed["action_input"] if parsed else None,
-        observation=observation,
-        tool_latency_s=tool_latency_s,
-        model_latency_s=reply["model_latency_s"],
-        prompt_tokens=reply["prompt_tokens"],
-        completion_tokens=reply["completion_tokens"],
-        token_source=reply["token_source"],
-        message_id=reply.get("message_id"),
-    )
-    if reply.get("cut"):
-        turn["cut"] = True
-    if artifact is not None:
-        turn["artifact"] = artifact
-    if parsed is not None and "approval" in parsed:
-        turn["approval"] = parsed["approval"]
-    if "tool_calls" in reply:
-        turn["tool_calls"] = reply["tool_calls"]
-        turn["tool_call_id"] = parsed.get("call_id") if parsed else None
-        turn["args"] = parsed.get("args") if parsed else None
-    log_turn(turn)
-    return turn
-
-
-def log_turn(turn: Turn) -> None:
-    """One INFO line of figures per turn, and the turn's text."""
-    latency = "-" if turn["tool_latency_s"] is None else f"{turn['tool_latency_s']:.3f}s"
-    logger.info(
-        "turn %d %s: tool %s, model %.3fs, tokens %d prompt + %d completion (%s)",
-        turn["turn"],
-        turn["kind"],
-        latency,
-        turn["model_latency_s"],
-        turn["prompt_tokens"],
-        turn["completion_tokens"],
-        turn["token_source"],
-    )
-    logger.info("turn %d reply:\n%s", turn["turn"], turn["text"])
-    approval = turn.get("approval")
-    if approval is not None:
-        logger.info(
-            "turn %d: %s[%s] %s by %s",
-            turn["turn"],
-            turn["action"],
-            turn["action_input"],
-            prompts.DECIDED[approval["decision"]],
-            approval["by"],
-        )
-    if turn["observation"] is not None:
-        logger.info("turn %d observation:\n%s", turn["turn"], turn["observation"])

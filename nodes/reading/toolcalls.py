@@ -26,10 +26,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.state import ParsedReply, ToolCallRecord
-from reactgraph.nodes.loop.storable import storable
-from reactgraph.nodes.reading.textparser import canonical_name, parse_react, refused_answer
+from reactgraph.nodes.reading.textparser import (
+    canonical_name,
+    parse_react,
+    refused_answer,
+    several,
+)
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.state import CallReading, ParsedReply, ToolCallRecord
+from reactgraph.nodes.vocabulary.storable import storable
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +70,29 @@ def _shorten(text: Any) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
+def _call_id(given: Any, position: int, seen: set[str]) -> str:
+    """A call's id, unique within its reply: the model's, else made up from its position
+    (``call-2``); one ``seen`` already gets its position added (``call-1-2``)."""
+    call_id = storable(str(given)) if given else f"call-{position + 1}"
+    return f"{call_id}-{position + 1}" if call_id in seen else call_id
+
+
+def _read_args(record: ToolCallRecord, call: Mapping[str, Any], unread: bool) -> None:
+    """A call's arguments into its ``record`` (a plain JSON object), or why they cannot be
+    (``error``): LangChain could not read them (``unread``), not an object, nested too deeply."""
+    args = call.get("args")
+    if unread:
+        why = call.get("error") or "not valid JSON"
+        record["error"] = storable(f"{_shorten(why)}: {_shorten(args)!r}")
+    elif not isinstance(args, Mapping):
+        record["error"] = f"not a JSON object: {type(args).__name__}"
+    else:
+        try:
+            record["args"] = _plain(args)
+        except (_TooDeep, RecursionError) as error:
+            record["error"] = str(error) or "nested too deeply"
+
+
 def calls_of(message: Any) -> list[ToolCallRecord]:
     """The tool calls of a model's message as records: those LangChain could read
     (``tool_calls``), then those it could not (``invalid_tool_calls``), at most ``MAX_CALLS``,
@@ -77,23 +105,10 @@ def calls_of(message: Any) -> list[ToolCallRecord]:
     for position, (call, unread) in enumerate(itertools.islice(every, MAX_CALLS)):
         call = call if isinstance(call, Mapping) else {}
         name = storable(str(call.get("name") or "")) or UNNAMED
-        given = call.get("id")
-        call_id = storable(str(given)) if given else f"call-{position + 1}"
-        if call_id in seen:
-            call_id = f"{call_id}-{position + 1}"
+        call_id = _call_id(call.get("id"), position, seen)
         seen.add(call_id)
         record = ToolCallRecord(name=name, args={}, id=call_id)
-        args = call.get("args")
-        if unread:
-            why = call.get("error") or "not valid JSON"
-            record["error"] = storable(f"{_shorten(why)}: {_shorten(args)!r}")
-        elif not isinstance(args, Mapping):
-            record["error"] = f"not a JSON object: {type(args).__name__}"
-        else:
-            try:
-                record["args"] = _plain(args)
-            except (_TooDeep, RecursionError) as error:
-                record["error"] = str(error) or "nested too deeply"
+        _read_args(record, call, unread)
         kept.append(record)
     dropped = len(valid) + len(invalid) - len(kept)
     if dropped > 0:
@@ -181,35 +196,86 @@ def _reading(kind: str, thought: str | None, **fields: Any) -> ParsedReply:
     return reading
 
 
+def _named(name: str, params: Mapping[str, Sequence[str]]) -> str | None:
+    """The action a call names: by its name, else by its canonical name (``canonical_name``);
+    None when it names none."""
+    if name in params:
+        return name
+    wanted = canonical_name(name)
+    return next((n for n in params if canonical_name(n) == wanted), None)
+
+
+def _thought(text: str) -> str | None:
+    """The Thought of a reply's text that comes with its tool calls (None: no text)."""
+    return parse_react(text, ())["thought"] if text.strip() else None
+
+
+def _first_call(
+    first: ToolCallRecord,
+    thought: str | None,
+    params: Mapping[str, Sequence[str]],
+    valid: str,
+) -> ParsedReply:
+    """A reply read by its first call: the action it runs, or why it cannot run."""
+    ids = {"call_id": first["id"], "args": None}
+    if "error" in first:
+        error = prompts.BAD_CALL_ARGS.format(name=first["name"], error=first["error"])
+        return _reading("invalid", thought, error=error, **ids)
+    name = _named(first["name"], params)
+    if name is None:
+        error = prompts.UNKNOWN_TOOL.format(name=first["name"], valid=valid)
+        return _reading("invalid", thought, error=error, **ids)
+    return _reading(
+        "action",
+        thought,
+        action=name,
+        action_input=input_text(params[name], first["args"]),
+        call_id=first["id"],
+        args=first["args"],
+    )
+
+
+def _call(
+    call: ToolCallRecord, index: int, cap: int, params: Mapping[str, Sequence[str]], valid: str
+) -> CallReading:
+    """One call of a reply of several: the tool and arguments it runs with, or why not."""
+    name = _named(call["name"], params)
+    error = None
+    if index >= cap:
+        error = prompts.PAST_PARALLEL_CAP.format(cap=cap, name=call["name"])
+    elif "error" in call:
+        error = prompts.BAD_CALL_ARGS.format(name=call["name"], error=call["error"])
+    elif name is None:
+        error = prompts.UNKNOWN_TOOL.format(name=call["name"], valid=valid)
+    if error is not None or name is None:
+        return CallReading(
+            action=None, action_input=None, call_id=call["id"], args=None, error=error
+        )
+    return CallReading(
+        action=name,
+        action_input=input_text(params[name], call["args"]),
+        call_id=call["id"],
+        args=call["args"],
+        error=None,
+    )
+
+
 def read_tool_calls(
-    text: str, calls: Sequence[ToolCallRecord], params: Mapping[str, Sequence[str]]
+    text: str,
+    calls: Sequence[ToolCallRecord],
+    params: Mapping[str, Sequence[str]],
+    max_calls: int | None = None,
 ) -> ParsedReply:
     """Read a reply of the ``tool_calls`` format: its cleaned text and its tool calls (see
     ``calls_of``). ``params`` names every action the model may call (the tools and the
-    variant's own) with its arguments."""
+    variant's own) with its arguments. With ``max_calls`` (``parallel_tool_calls``),
+    a reply of several calls is read as several actions (``several``), each on its own."""
     valid = ", ".join(params) or "(none)"
+    if max_calls is not None and len(calls) > 1:
+        readings = [_call(c, i, max_calls, params, valid) for i, c in enumerate(calls)]
+        return several(readings, _thought(text))
     if calls:
-        first = calls[0]
-        thought = parse_react(text, ())["thought"] if text.strip() else None
-        ids = {"call_id": first["id"], "args": None}
-        if "error" in first:
-            error = prompts.BAD_CALL_ARGS.format(name=first["name"], error=first["error"])
-            return _reading("invalid", thought, error=error, **ids)
-        name = first["name"] if first["name"] in params else None
-        if name is None:
-            wanted = canonical_name(first["name"])
-            name = next((n for n in params if canonical_name(n) == wanted), None)
-        if name is None:
-            error = prompts.UNKNOWN_TOOL.format(name=first["name"], valid=valid)
-            return _reading("invalid", thought, error=error, **ids)
-        return _reading(
-            "action",
-            thought,
-            action=name,
-            action_input=input_text(params[name], first["args"]),
-            call_id=first["id"],
-            args=first["args"],
-        )
+        return _first_call(calls[0], _thought(text), params, valid)
     if not text.strip():
         return _reading("invalid", None, error=prompts.EMPTY_REPLY_TOOLS.format(valid=valid))
     parsed = parse_react(text, ())

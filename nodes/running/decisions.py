@@ -14,18 +14,19 @@ and read by its shape only. Every shape the chat clients and LangChain send is r
 - one decision on its own (``{"type": "approve"}``), or a word: ``"approve"``, ``"yes"``,
   ``"reject"``, ``"no"``.
 
-Any of them may say who decided: ``"by": "name"`` beside ``decisions`` or in the decision.
+Any of them may say who decided: ``"by": "name"`` beside ``decisions`` or in the decision, and
+beside ``decisions`` what the person typed in the chat to decide (``"said": "yes"``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from reactgraph.nodes.loop.state import Decision
-from reactgraph.nodes.loop.storable import unstorable
+from reactgraph.nodes.vocabulary.state import Decision
+from reactgraph.nodes.vocabulary.storable import unstorable
 
 MAX_RESUME_CHARS = 100_000
 """The largest resume value taken, as JSON text (an edited input or a person's reply)."""
@@ -79,6 +80,8 @@ class Decided:
     """``respond``: the person's text; ``reject``: their reason, if they gave one."""
     by: str | None = None
     """Who decided, as the value says."""
+    said: str | None = None
+    """What the person typed in the chat to decide, as the value says."""
 
 
 def check_resume(value: Any) -> None:
@@ -139,23 +142,84 @@ def _texts(value: Any) -> Any:
 
 def read_decision(value: Any) -> Decided:
     """The one decision ``value`` holds; ``Malformed`` saying what to send otherwise."""
+    value, by, said = _unwrapped(value)
+    decided = _one(value, by)
+    return replace(decided, said=said) if said else decided
+
+
+def read_decisions(value: Any, count: int) -> list[Decided]:
+    """The decisions on ``count`` calls waiting together (a reply of several calls,
+    ``parallel_tool_calls``), in the calls' order: a list of exactly that many (``{"decisions":
+    [...]}``, as LangChain's human-in-the-loop protocol has it: a client that showed one call
+    and answered it approves no other), or one decision given on its own, not in a list (a
+    word typed in the chat: ``yes``), that is not an edit, taken for every call; ``Malformed``
+    saying what to send otherwise."""
+    value, by, said = _unwrapped(value)
+    if isinstance(value, list | tuple):
+        if len(value) != count:
+            raise Malformed(
+                f"{count} decisions were asked for, one per call in their order, and "
+                f"{len(value)} came."
+            )
+        found = [_one(v, by) for v in value]
+    else:
+        one = _one(value, by)
+        if one.decision == "edit" and count > 1:
+            raise Malformed(f"an edit is one call's: send {count} decisions, one per call.")
+        found = [one] * count
+    return [replace(d, said=said) if said else d for d in found]
+
+
+def _unwrapped(value: Any) -> tuple[Any, Any, str | None]:
+    """The decisions a checked resume value holds, who decided and what they said (``{"decisions":
+    ..., "by": ..., "said": ...}``; a value without ``decisions`` is the decisions themselves);
+    ``Malformed`` where the value is not one to resume with."""
     try:
         check_resume(value)
     except ValueError as error:
         raise Malformed(f"{error}.") from None
-    by = None
     if isinstance(value, Mapping) and "decisions" in value:
-        by = value.get("by")
-        value = value["decisions"]
-    if isinstance(value, list | tuple):
-        if len(value) != 1:
-            raise Malformed(f"one decision was asked for, and {len(value)} came.")
-        value = value[0]
+        return value["decisions"], value.get("by"), _by(value.get("said"))
+    return value, None, None
+
+
+def _only(value: Any) -> Any:
+    """The one item of a list of decisions (a value that is no list is one already)."""
+    if not isinstance(value, list | tuple):
+        return value
+    if len(value) != 1:
+        raise Malformed(f"one decision was asked for, and {len(value)} came.")
+    return value[0]
+
+
+def _worded(value: str, by: Any) -> Decided:
+    """A decision given as a word (yes, no...)."""
+    word = _WORDS.get(value.strip().lower())
+    if word is None:
+        raise Malformed(
+            f"{value[:40]!r} is not a decision: answer yes to run it or no to refuse it."
+        )
+    return Decided(word, by=_by(by))
+
+
+def _with_message(
+    decision: Decision, kind: str, value: Mapping[str, Any], by: str | None
+) -> Decided:
+    """A reject or respond decision, with its message (``message``, or ``args``): text, and
+    some for a respond."""
+    message = value.get("message", value.get("args"))
+    if message is not None and not isinstance(message, str):
+        raise Malformed(f"a {kind} decision's message must be text.")
+    if decision == "respond" and not (message or "").strip():
+        raise Malformed("a respond decision needs a message: the text the agent reads.")
+    return Decided(decision, message=(message or "").strip() or None, by=by)
+
+
+def _one(value: Any, by: Any) -> Decided:
+    """The one decision of a checked value (``decisions`` unwrapped)."""
+    value = _only(value)
     if isinstance(value, str):
-        word = _WORDS.get(value.strip().lower())
-        if word is None:
-            raise Malformed(f"{value[:40]!r} is not a decision; send {_SHAPES}.")
-        return Decided(word, by=_by(by))
+        return _worded(value, by)
     kind = value.get("type") if isinstance(value, Mapping) else None
     if not isinstance(kind, str) or kind not in _TYPES:
         raise Malformed(f"no decision type was given; send {_SHAPES}.")
@@ -166,12 +230,7 @@ def read_decision(value: Any) -> Decided:
     if decision == "edit":
         action, args = _edited(value)
         return Decided("edit", action=action, args=args, by=by)
-    message = value.get("message", value.get("args"))
-    if message is not None and not isinstance(message, str):
-        raise Malformed(f"a {kind} decision's message must be text.")
-    if decision == "respond" and not (message or "").strip():
-        raise Malformed("a respond decision needs a message: the text the agent reads.")
-    return Decided(decision, message=(message or "").strip() or None, by=by)
+    return _with_message(decision, kind, value, by)
 
 
 def _edited(value: Mapping[str, Any]) -> tuple[str | None, Any]:

@@ -19,35 +19,23 @@ The tool is then invoked with a LangChain ``ToolCall``, as ``ToolNode`` does, so
 its artifact (``content_and_artifact`` tools) is kept as plain JSON values every checkpointer
 stores, or a marker when it is too large or cannot be read (``keepable``).
 
-The arguments the model never sees are filled the way LangGraph's ``ToolNode`` fills them
-(``Injected``): ``InjectedState`` (the run's state, or one field of it), ``InjectedStore`` (the
-graph's store), ``ToolRuntime`` (state, config, context, store, stream writer, tool call id), and
-``InjectedToolCallId`` (langchain-core fills it from the tool call itself). A plain
-``InjectedToolArg`` is not filled by ``ToolNode`` either: it keeps its default, and one without a
-default is refused when the graph is built. Only public names are
-used: the annotations are read from the tool's full input schema and its function's signature, as
-``ToolNode`` reads them.
+The arguments the model never sees are filled as LangGraph's ``ToolNode`` fills them
+(``reactgraph.nodes.running.injection``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import inspect
 import json
-import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, Tool
-from langchain_core.tools.base import get_all_basemodel_annotations
-from langgraph.prebuilt import InjectedState, InjectedStore, ToolRuntime
+from langchain_core.tools import BaseTool, Tool
 from langgraph.types import Command
 
-from reactgraph.nodes.loop import prompts
-from reactgraph.nodes.loop.storable import storable
+from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.storable import storable
 
 # What a schema-less tool's ``_run`` takes that LangChain fills itself, never the model.
 _FILLED = frozenset({"self", "config", "run_manager", "callbacks"})
@@ -92,9 +80,15 @@ def _declared(tool: BaseTool) -> dict[str, Any]:
             raise TypeError("a classic Tool passes its function one string")
         return dict(tool.args)
     try:
-        parameters = inspect.signature(type(tool)._run).parameters.values()
+        parameters = list(inspect.signature(type(tool)._run).parameters.values())
     except (TypeError, ValueError):
         return dict(tool.args)
+    return _run_args(tool, parameters)
+
+
+def _run_args(tool: BaseTool, parameters: list[inspect.Parameter]) -> dict[str, Any]:
+    """The arguments ``_run`` names (but those LangChain fills), with their schemas from
+    ``tool.args``; a ``_run`` that takes only ``*args`` gets the raw input (``RAW``)."""
     named = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     args = tool.args
     found = {name: args.get(name, {}) for name in named if name not in _FILLED}
@@ -281,120 +275,3 @@ def outcome(name: str, result: Any) -> tuple[str, Any]:
         return prompts.TOOL_COMMAND.format(name=name), None
     artifact = result.artifact if isinstance(result, ToolMessage) else None
     return as_text(result) or "(no output)", keepable(artifact)
-
-
-@dataclass(frozen=True)
-class Injected:
-    """Which of a tool's arguments are filled by the graph, and with what."""
-
-    state: Mapping[str, str | None] = field(default_factory=dict)
-    """Argument -> state field (None: the whole state)."""
-    store: str | None = None
-    runtime: str | None = None
-    hidden: frozenset[str] = frozenset()
-    """Every injected argument, whoever fills it (never shown to the model, never taken from
-    its input)."""
-
-    def __bool__(self) -> bool:
-        return bool(self.hidden)
-
-
-def _markers(annotation: Any) -> list[Any]:
-    if typing.get_origin(annotation) is Annotated:
-        return list(typing.get_args(annotation)[1:])
-    return [annotation]
-
-
-def _is(marker: Any, kind: type) -> bool:
-    return isinstance(marker, kind) or (isinstance(marker, type) and issubclass(marker, kind))
-
-
-def _annotations(tool: BaseTool) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    function = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
-    if function is not None:
-        # Unresolvable hints leave the schema to say.
-        with contextlib.suppress(Exception):
-            found.update(typing.get_type_hints(function, include_extras=True))
-    schema = tool.get_input_schema()
-    if isinstance(schema, type):
-        found.update(get_all_basemodel_annotations(schema))
-    found.pop("return", None)
-    return found
-
-
-def injected_args(tool: BaseTool) -> Injected:
-    """The tool's injected arguments; ValueError for one the graph cannot fill."""
-    state: dict[str, str | None] = {}
-    store = runtime = None
-    hidden: set[str] = set()
-    for name, annotation in _annotations(tool).items():
-        markers = _markers(annotation)
-        if not any(_is(m, InjectedToolArg) or _is(m, ToolRuntime) for m in markers):
-            continue
-        hidden.add(name)
-        for marker in markers:
-            if _is(marker, ToolRuntime):
-                runtime = name
-            elif _is(marker, InjectedState):
-                state[name] = marker.field if isinstance(marker, InjectedState) else None
-            elif _is(marker, InjectedStore):
-                store = name
-            elif not _is(marker, InjectedToolCallId) and _required_field(tool, name):
-                raise ValueError(
-                    f"tool {tool.name!r}: argument {name!r} is an InjectedToolArg without a "
-                    "default, which nothing fills (LangGraph's ToolNode does not either); give "
-                    "it a default or bind it before passing the tool"
-                )
-    return Injected(state=state, store=store, runtime=runtime, hidden=frozenset(hidden))
-
-
-def _required_field(tool: BaseTool, name: str) -> bool:
-    schema = tool.get_input_schema()
-    fields = getattr(schema, "model_fields", {})
-    return name in fields and fields[name].is_required()
-
-
-def fill(
-    injected: Injected,
-    arguments: dict[str, Any],
-    *,
-    state: Mapping[str, Any],
-    config: Any,
-    runtime: Any,
-    call_id: str,
-    tools: list[BaseTool],
-) -> dict[str, Any]:
-    """The model's arguments with the injected ones put in (any the model wrote are dropped)."""
-    filled = {k: v for k, v in arguments.items() if k not in injected.hidden}
-    for name, key in injected.state.items():
-        if key is None:
-            filled[name] = state
-        elif key in state:
-            filled[name] = state[key]
-    store = getattr(runtime, "store", None)
-    if injected.store:
-        if store is None:
-            raise ValueError(
-                f"the tool's argument {injected.store!r} wants the store (InjectedStore): "
-                "pass build_graph a store, or compile the graph with one"
-            )
-        filled[injected.store] = store
-    if injected.runtime:
-        known = {
-            "state": state,
-            "tool_call_id": call_id,
-            "config": config,
-            "tools": tools,
-            "context": getattr(runtime, "context", None),
-            "store": store,
-            "stream_writer": getattr(runtime, "stream_writer", lambda _chunk: None),
-        }
-        given = {}
-        for item in dataclasses.fields(ToolRuntime):
-            if item.name in known:
-                given[item.name] = known[item.name]
-            elif runtime is not None and hasattr(runtime, item.name):
-                given[item.name] = getattr(runtime, item.name)
-        filled[injected.runtime] = ToolRuntime(**given)
-    return filled

@@ -13,7 +13,7 @@ import os
 import shlex
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,81 @@ def _read_file(path: Path) -> Any:
         ) from None
 
 
+_Fault = Callable[[str], ValueError]
+"""Builds the one-line error about the server being checked, from what is wrong with it."""
+
+
+def _transport_of(entry: dict[str, Any], *, wrapped: bool, fault: _Fault) -> str:
+    """The entry's transport, popped from it: given (``type`` too in an mcpServers file) or
+    guessed from ``command`` (stdio) or ``url`` (streamable HTTP); aliases resolved."""
+    transport = entry.pop("transport", None)
+    if transport is None and wrapped:
+        transport = entry.pop("type", None)  # VS Code's and Cursor's spelling
+    if transport is None:
+        if "command" in entry:
+            return "stdio"
+        if "url" in entry:
+            return "streamable_http"
+        raise fault("no transport, and neither 'command' (stdio) nor 'url' (HTTP) to guess it")
+    if not isinstance(transport, str):
+        raise fault(f"transport must be a string, got {transport!r}")
+    transport = _TRANSPORT_ALIASES.get(transport, transport)
+    if transport not in _TRANSPORT_KEYS:
+        known = ", ".join(sorted([*_TRANSPORT_KEYS, *_TRANSPORT_ALIASES]))
+        raise fault(f"unknown transport {transport!r} (known: {known})")
+    return transport
+
+
+def _known_keys(
+    entry: dict[str, Any], transport: str, *, wrapped: bool, fault: _Fault
+) -> dict[str, Any]:
+    """The entry with only the keys its transport takes: in an mcpServers file other
+    clients' own settings (autoApprove, alwaysAllow, timeout in seconds, ...) are dropped;
+    anywhere else an unknown key is a typo, refused."""
+    allowed = _TRANSPORT_KEYS[transport]
+    unknown = sorted(set(entry) - allowed)
+    if not unknown:
+        return entry
+    if wrapped:
+        return {key: value for key, value in entry.items() if key in allowed}
+    raise fault(
+        f"unknown key(s) {', '.join(map(repr, unknown))} for transport {transport!r} "
+        f"(allowed: {', '.join(sorted(allowed))})"
+    )
+
+
+def _is_string_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
+
+
+def _check_stdio(entry: dict[str, Any], transport: str, fault: _Fault) -> None:
+    """A stdio server's command, args (made a list, empty by default) and env."""
+    command = entry.get("command")
+    if not isinstance(command, str) or not command:
+        raise fault("a stdio server needs 'command', a non-empty string")
+    args = entry.setdefault("args", [])
+    if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
+        raise fault(f"'args' must be a list of strings, got {args!r}")
+    entry["args"] = list(args)
+    env = entry.get("env")
+    if env is not None and not _is_string_map(env):
+        raise fault("'env' must map names to string values")
+
+
+def _check_remote(entry: dict[str, Any], transport: str, fault: _Fault) -> None:
+    """A remote server's URL (its scheme the transport's); an HTTP one gets ``http_client``
+    as its client factory unless it names its own."""
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.startswith(_URL_SCHEMES[transport]):
+        schemes = " or ".join(_URL_SCHEMES[transport])
+        raise fault(f"a {transport} server needs 'url' starting with {schemes}, got {url!r}")
+    takes_factory = "httpx_client_factory" in _TRANSPORT_KEYS[transport]
+    if takes_factory and entry.get("httpx_client_factory") is None:
+        entry["httpx_client_factory"] = http_client
+
+
 def _server(name: Any, entry: Any, *, wrapped: bool, origin: str) -> dict[str, Any] | None:
     """One server's connection, checked and completed; None for a server marked disabled."""
 
@@ -92,53 +167,10 @@ def _server(name: Any, entry: Any, *, wrapped: bool, origin: str) -> dict[str, A
     entry = dict(entry)
     if wrapped and entry.pop("disabled", False) is True:
         return None
-    transport = entry.pop("transport", None)
-    if transport is None and wrapped:
-        transport = entry.pop("type", None)  # VS Code's and Cursor's spelling
-    if transport is None:
-        if "command" in entry:
-            transport = "stdio"
-        elif "url" in entry:
-            transport = "streamable_http"
-        else:
-            raise fault("no transport, and neither 'command' (stdio) nor 'url' (HTTP) to guess it")
-    if not isinstance(transport, str):
-        raise fault(f"transport must be a string, got {transport!r}")
-    transport = _TRANSPORT_ALIASES.get(transport, transport)
-    if transport not in _TRANSPORT_KEYS:
-        known = ", ".join(sorted([*_TRANSPORT_KEYS, *_TRANSPORT_ALIASES]))
-        raise fault(f"unknown transport {transport!r} (known: {known})")
-    allowed = _TRANSPORT_KEYS[transport]
-    unknown = sorted(set(entry) - allowed)
-    if unknown and wrapped:
-        # Other clients' own settings (autoApprove, alwaysAllow, timeout in seconds, ...).
-        entry = {key: value for key, value in entry.items() if key in allowed}
-    elif unknown:
-        raise fault(
-            f"unknown key(s) {', '.join(map(repr, unknown))} for transport {transport!r} "
-            f"(allowed: {', '.join(sorted(allowed))})"
-        )
-    if transport == "stdio":
-        command = entry.get("command")
-        if not isinstance(command, str) or not command:
-            raise fault("a stdio server needs 'command', a non-empty string")
-        args = entry.setdefault("args", [])
-        if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
-            raise fault(f"'args' must be a list of strings, got {args!r}")
-        entry["args"] = list(args)
-        env = entry.get("env")
-        if env is not None and (
-            not isinstance(env, Mapping)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
-        ):
-            raise fault("'env' must map names to string values")
-    else:
-        url = entry.get("url")
-        if not isinstance(url, str) or not url.startswith(_URL_SCHEMES[transport]):
-            schemes = " or ".join(_URL_SCHEMES[transport])
-            raise fault(f"a {transport} server needs 'url' starting with {schemes}, got {url!r}")
-        if "httpx_client_factory" in allowed and entry.get("httpx_client_factory") is None:
-            entry["httpx_client_factory"] = http_client
+    transport = _transport_of(entry, wrapped=wrapped, fault=fault)
+    entry = _known_keys(entry, transport, wrapped=wrapped, fault=fault)
+    check = _check_stdio if transport == "stdio" else _check_remote
+    check(entry, transport, fault)
     return {"transport": transport, **entry}
 
 

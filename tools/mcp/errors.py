@@ -5,6 +5,9 @@ groups), so a model or a person reads one plain line instead of a traceback."""
 from __future__ import annotations
 
 import asyncio
+import types
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 import httpx
@@ -47,19 +50,40 @@ def is_disconnect(error: BaseException) -> bool:
     )
 
 
+# What an McpError's code means, by the code.
+_MCP_CODES = {
+    CONNECTION_CLOSED: "the server closed the connection (did it exit? its stderr may say why)",
+    SESSION_TERMINATED: "HTTP 404: no MCP session or endpoint at this URL (FastMCP serves /mcp)",
+}
+
+
+def _not_started(error: FileNotFoundError) -> str | None:
+    return f"cannot start {error.filename!r}: {error.strerror}" if error.filename else None
+
+
+def _status(error: httpx.HTTPStatusError) -> str:
+    return f"HTTP {error.response.status_code} from {error.request.url}"
+
+
+# The causes known by the error's type, first match first: the words for one, or None when
+# this one is not known after all (the next entry, or the error itself, is shown).
+_KNOWN: tuple[tuple[type | types.UnionType, Callable[[Any], str | None]], ...] = (
+    (McpError, lambda error: _MCP_CODES.get(error.error.code)),
+    (FileNotFoundError, _not_started),
+    (httpx.ConnectError | ConnectionRefusedError, lambda error: f"cannot connect: {error}"),
+    (httpx.HTTPStatusError, _status),
+    (
+        anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream,
+        lambda error: "the connection to the server broke",
+    ),
+)
+
+
 def describe(error: BaseException) -> str:
     """What went wrong, for a person: the cause in words where it is known, else the error."""
-    if isinstance(error, McpError) and error.error.code == CONNECTION_CLOSED:
-        return "the server closed the connection (did it exit? its stderr may say why)"
-    if isinstance(error, McpError) and error.error.code == SESSION_TERMINATED:
-        return "HTTP 404: no MCP session or endpoint at this URL (FastMCP serves /mcp)"
-    if isinstance(error, FileNotFoundError) and error.filename:
-        return f"cannot start {error.filename!r}: {error.strerror}"
-    if isinstance(error, httpx.ConnectError | ConnectionRefusedError):
-        return f"cannot connect: {error}"
-    if isinstance(error, httpx.HTTPStatusError):
-        return f"HTTP {error.response.status_code} from {error.request.url}"
-    if isinstance(error, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
-        return "the connection to the server broke"
+    for kinds, words in _KNOWN:
+        said = words(error) if isinstance(error, kinds) else None
+        if said:
+            return said
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -97,15 +97,21 @@ class Held:
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(task, 10)
 
+    async def _live(self, timeout: float | None) -> None:
+        """Back once the session is live: a broken one is opened anew, by one reopening that
+        the calls meanwhile all wait for; a failed reopening raises MCPConnectionError."""
+        if self.live:
+            return
+        if self.reopening is None or self.reopening.done():
+            logger.info("MCP server %r: its session broke; opening a new one", self.name)
+            self.reopening = asyncio.create_task(self.reopen(timeout))
+        try:  # shielded: a call that times out meanwhile leaves the reopening to finish
+            await asyncio.shield(self.reopening)
+        except ValueError as exc:
+            raise MCPConnectionError(str(exc)) from None
+
     async def call(self, name: str, timeout: float | None, arguments: dict[str, Any]) -> Any:
-        if not self.live:
-            if self.reopening is None or self.reopening.done():
-                logger.info("MCP server %r: its session broke; opening a new one", self.name)
-                self.reopening = asyncio.create_task(self.reopen(timeout))
-            try:  # shielded: a call that times out meanwhile leaves the reopening to finish
-                await asyncio.shield(self.reopening)
-            except ValueError as exc:
-                raise MCPConnectionError(str(exc)) from None
+        await self._live(timeout)
         tool, generation, session = self.tools.get(name), self.generation, self.task
         if tool is None:
             raise ToolException(f"MCP server {self.name!r} no longer offers {name!r}")

@@ -1,10 +1,12 @@
 """Tool names a model can write: an MCP server may name a tool anything (``my tool``,
 ``new\\nline``, 10,000 characters), but a ReAct reply calls a tool by writing its name, and the
-parser reads a name as a letter or ``_`` followed by letters, digits, ``_``, ``.`` and ``-``
-(not ending in ``.`` or ``-``).
+parser reads a name as an ASCII letter followed by ASCII letters, digits, ``_``, ``.`` and
+``-`` (not ending in ``.`` or ``-``): what ``build_graph`` takes
+(``reactgraph.nodes.loop.deps.TOOL_NAME``; a test checks the two agree).
 
 A name outside that is mended: each run of other characters becomes one ``_``, the ends lose
-their ``_``, ``.`` and ``-``, and a leading digit gets a ``_`` before it. A name with no letter
+their ``_``, ``.`` and ``-``, and a leading digit gets ``tool_`` before it (a leading ``_``
+the parser would take for markup). A name with no letter
 or digit left, or longer than ``MAX_NAME_CHARS``, cannot be mended and is refused at load. The
 tool is still called on its server by the name the server gave it.
 """
@@ -19,7 +21,7 @@ MAX_NAME_CHARS = 64
 """The longest tool name kept (OpenAI's limit for a function name, too)."""
 
 _OTHER = re.compile(r"[^A-Za-z0-9_.\-]+")
-_WRITABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_WRITABLE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
 
 
 def callable_name(name: str) -> str | None:
@@ -31,7 +33,7 @@ def callable_name(name: str) -> str | None:
         return None  # not worth mending: it would be cut anyway
     mended = _OTHER.sub("_", name.strip()).strip("_.-")
     if mended[:1].isdigit():
-        mended = f"_{mended}"
+        mended = f"tool_{mended}"
     if not _WRITABLE.fullmatch(mended) or len(mended) > MAX_NAME_CHARS:
         return None
     return mended

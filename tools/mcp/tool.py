@@ -28,6 +28,18 @@ from reactgraph.tools.mcp.loops import Expired, run_sync, within
 __all__ = ["Call", "MCPTool", "render_content", "wrap"]
 
 
+def _block_text(block: Any) -> str:
+    """One content block's text: a text block's text, another block's ``[kind: detail]``
+    marker (its MIME type or URL), anything else as a string."""
+    if not isinstance(block, Mapping):
+        return str(block)
+    if block.get("type") == "text":
+        return str(block.get("text", ""))
+    kind = block.get("type", "block")
+    detail = block.get("mime_type") or block.get("url") or ""
+    return f"[{kind}: {detail}]" if detail else f"[{kind}]"
+
+
 def render_content(content: Any) -> str:
     """Text for an MCP tool's content: a string as is, text blocks joined by newlines, other
     blocks as a short ``[image: image/png]``-style marker."""
@@ -35,19 +47,33 @@ def render_content(content: Any) -> str:
         return content
     if not isinstance(content, list):
         return str(content)
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif isinstance(block, Mapping):
-            kind = block.get("type", "block")
-            detail = block.get("mime_type") or block.get("url") or ""
-            parts.append(f"[{kind}: {detail}]" if detail else f"[{kind}]")
-        else:
-            parts.append(str(block))
-    return "\n".join(parts)
+    return "\n".join(_block_text(block) for block in content)
+
+
+def _json_arguments(schema: Mapping[str, Any], text: str) -> dict[str, Any] | None:
+    """``text`` read as a JSON object of the arguments, when it is one with every required
+    key and no unknown one; else None."""
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    required = set(schema.get("required") or ())
+    known = set(schema.get("properties") or {})
+    return value if isinstance(value, dict) and required <= set(value) <= known else None
+
+
+def _sole_argument(key: str, spec: Any, text: str) -> dict[str, Any]:
+    """The one argument ``key`` from ``text``: read as JSON when its declared type is not a
+    string and the text is JSON (a number, a list, ...), else the text as is."""
+    kind = spec.get("type") if isinstance(spec, Mapping) else None
+    if kind not in (None, "string"):
+        try:
+            return {key: json.loads(text.strip())}
+        except ValueError:
+            pass
+    return {key: text}
 
 
 def _string_input(name: str, schema: Mapping[str, Any], text: str) -> dict[str, Any]:
@@ -55,24 +81,12 @@ def _string_input(name: str, schema: Mapping[str, Any], text: str) -> dict[str, 
     properties = schema.get("properties") or {}
     if not properties:
         return {}
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        try:
-            value = json.loads(stripped)
-        except ValueError:
-            value = None
-        required = set(schema.get("required") or ())
-        if isinstance(value, dict) and required <= set(value) <= set(properties):
-            return value
+    arguments = _json_arguments(schema, text.strip())
+    if arguments is not None:
+        return arguments
     if len(properties) == 1:
         key, spec = next(iter(properties.items()))
-        kind = spec.get("type") if isinstance(spec, Mapping) else None
-        if kind not in (None, "string"):
-            try:
-                return {key: json.loads(stripped)}
-            except ValueError:
-                pass
-        return {key: text}
+        return _sole_argument(key, spec, text)
     raise ValueError(
         f"{name} takes a JSON object with the keys {', '.join(properties)}; got {text[:80]!r}"
     )

@@ -4,6 +4,10 @@
   ``--action-format`` gives;
 - ``transcript:tool_calls`` (``VARIANT:FORMAT``): that variant in that format
   (``transcript:text`` is ``transcript``);
+- ``transcript+gbnf`` (``NAME+gbnf``, any of the above but the prebuilt agent): that arm with
+  its replies constrained by the grammar (``constrained_decoding="gbnf"``), an arm of its own,
+  so one eval compares the same format with and without it (``reactgraph eval --bench bfcl``
+  names every arm so when ``--constrained-decoding`` is given);
 - ``prebuilt``: LangGraph's prebuilt ReAct agent (``create_react_agent``), a contender: the
   same model, server, tools and questions, run its own way (``reactgraph.app.eval.prebuilt``).
 
@@ -24,6 +28,8 @@ from reactgraph.variants import REGISTRY, VARIANTS
 PREBUILT = "prebuilt"
 FORMATS = NAMES
 TEXT = NAMES[0]  # the default format
+GRAMMAR = "gbnf"
+"""The constrained decoding an arm named ``NAME+gbnf`` runs with."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,9 @@ class Arm:
     """The reactgraph variant it runs (``prebuilt``: its own name)."""
     action_format: str
     """``text`` or ``tool_calls`` (the prebuilt agent calls its tools natively)."""
+    grammar: str | None = None
+    """Its ``constrained_decoding``: ``gbnf`` or ``off`` when the arm names it; None: the
+    run's setting."""
 
     @property
     def prebuilt(self) -> bool:
@@ -50,6 +59,9 @@ def arm(name: str, default_format: str | None = None) -> Arm:
     name = name.strip()
     if name == PREBUILT:
         return Arm(PREBUILT, PREBUILT, "tool_calls")
+    name, plus, grammar = name.partition("+")
+    if plus and grammar != GRAMMAR:
+        raise UsageError(f"unknown grammar +{grammar} in --variants; only +{GRAMMAR} is one")
     variant, _, chosen = name.partition(":")
     form = chosen or default_format or TEXT
     if variant not in REGISTRY or form not in FORMATS:
@@ -58,7 +70,26 @@ def arm(name: str, default_format: str | None = None) -> Arm:
             f"each optionally as VARIANT:{'|'.join(FORMATS)}, and {PREBUILT} (LangGraph's "
             "prebuilt agent)"
         )
-    return Arm(variant if form == TEXT else f"{variant}:{form}", variant, form)
+    label = variant if form == TEXT else f"{variant}:{form}"
+    if plus:
+        return Arm(f"{label}+{GRAMMAR}", variant, form, GRAMMAR)
+    return Arm(label, variant, form)
+
+
+def with_grammar(arms: Sequence[Arm], decoding: str) -> list[Arm]:
+    """The arms with their grammar in their names (an eval that compares with and without it
+    keeps them apart): ``decoding`` (the run's setting) for those that do not name one; the
+    prebuilt agent has none."""
+    named = []
+    for a in arms:
+        chosen = a.grammar or decoding
+        if a.prebuilt or a.grammar is not None:
+            named.append(a)
+        elif chosen == GRAMMAR:
+            named.append(Arm(f"{a.label}+{GRAMMAR}", a.variant, a.action_format, GRAMMAR))
+        else:
+            named.append(Arm(a.label, a.variant, a.action_format, "off"))
+    return list({a.label: a for a in named}.values())
 
 
 def arms_of(text: str, default_format: str | None = None) -> list[Arm]:

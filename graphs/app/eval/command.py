@@ -6,6 +6,7 @@ import argparse
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from reactgraph.app import console as out
 from reactgraph.app.engines import Flight
@@ -48,9 +49,18 @@ def source_of(args: argparse.Namespace) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     arms = arms_of(args.variants, getattr(args, "action_format", None))
+    bench = getattr(args, "bench", None)
+    if bench is not None:
+        from reactgraph.app.eval import bfcl_command
+
+        arms = bfcl_command.arms_for(args, arms)
+        items = bfcl_command.items_for(args)
+        source = bfcl_command.SOURCE
     variants = [a.label for a in arms]  # the result lines' and the report's names
     engine = engine_from(args)
-    items = items_from(args)
+    if bench is None:
+        items = items_from(args)
+        source = source_of(args)
     folder = Path(args.out)
     writable(folder)
     make_model(args.model, args.base_url, args.timeout)  # a key or a server, or say what to set
@@ -76,6 +86,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         # Ctrl-C: "finished pairs are kept" (reactgraph.app.interrupts, hints.interrupted_hint)
         failures = 0
+        how = {} if bench is None else bfcl_command.how_to_run()
         for line in run_eval(
             recipe,
             items,
@@ -84,13 +95,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
             workers=args.workers,
             concurrency=args.concurrency,
             on_start=on_start,
-            source=source_of(args),
+            source=source,
             flight=flight,
             **engine,
+            **how,
         ):
             failures += bool(line.get("error"))
             bar.update(task, advance=1, failed=failures)
-    return report(folder, variants, args.model, time.perf_counter() - started, len(items))
+    wall = time.perf_counter() - started
+    if bench is not None:
+        return bfcl_command.report(args, folder, variants, wall, len(items))
+    return report(folder, variants, args.model, wall, len(items))
 
 
 def writable(folder: Path) -> None:
@@ -113,6 +128,11 @@ def report(folder: Path, variants: list[str], model: str, wall: float, questions
         f"{wall:.1f} s (variants interleaved: the seconds column sums each variant's runs)",
     ]
     table = write_report(lines, folder, model=model, notes=notes)
+    return reported(folder, table, lines)
+
+
+def reported(folder: Path, table: str, lines: list[dict[str, Any]]) -> int:
+    """Print the report's table and where it is; 1 if a pair (its last line) is an error."""
     out.console.print(table, markup=False)
     out.console.print(f"[dim]wrote {folder / 'summary.md'} and {folder / 'summary.png'}[/dim]")
     # As in the report, a pair's last line counts: an error a re-run has since retried is gone.

@@ -21,7 +21,7 @@ from reactgraph.app.questions import (
     question_text,
     refuse_unstorable,
 )
-from reactgraph.nodes.loop.storable import storable
+from reactgraph.nodes.vocabulary.storable import storable
 
 BUNDLED_QUESTIONS = Path(__file__).with_name("bundled.jsonl")
 Format = Literal["jsonl", "hotpotqa"]
@@ -36,6 +36,9 @@ class Item:
     question: str
     gold: tuple[str, ...]
     pages: Mapping[str, tuple[str, ...]] | None = field(default=None, hash=False)
+    task: Any = field(default=None, hash=False, compare=False)
+    """A benchmark's task (``reactgraph.app.eval.bfcl_data.Task``): its runner and scorer read
+    it; None for a plain question."""
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,23 @@ def add_eval_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> No
     evaluate.add_argument(
         "--format", choices=("jsonl", "hotpotqa"), default="jsonl", help="the questions' format"
     )
-    evaluate.add_argument("--limit", type=positive, help="only the first N questions")
+    evaluate.add_argument(
+        "--limit", type=positive, help="only the first N questions (with --bench: of each category)"
+    )
+    evaluate.add_argument(
+        "--bench",
+        choices=("bfcl",),
+        help="a published benchmark instead of a question file: bfcl, the Berkeley Function "
+        "Calling Leaderboard's tasks (the bfcl extra and the bfcl-eval package: see "
+        "docs/benchmarks.md)",
+    )
+    evaluate.add_argument(
+        "--categories",
+        default="simple_python,multiple,parallel,irrelevance,multi_turn_base",
+        help="with --bench bfcl: comma-separated categories, of simple_python, multiple, "
+        "parallel, parallel_multiple, irrelevance, live_simple, multi_turn_base, "
+        "multi_turn_miss_func, multi_turn_miss_param, multi_turn_long_context",
+    )
     evaluate.add_argument(
         "--out", default=os.path.join("runs", "eval"), help="folder for results and summary"
     )

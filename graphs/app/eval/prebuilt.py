@@ -22,8 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
 from reactgraph.nodes.calling.binding import binding_options
-from reactgraph.nodes.calling.model import usage_of
-from reactgraph.nodes.calling.tokens import TokenCounter, message_text
+from reactgraph.nodes.calling.tokens import TokenCounter, message_text, usage_of
 
 NEED_MORE_STEPS = "Sorry, need more steps to process this request."
 """What the prebuilt agent answers when its steps run out."""

@@ -7,13 +7,13 @@ from __future__ import annotations
 import logging
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reactgraph.app.eval.score import score_answer
-from reactgraph.nodes.loop.endings import ENDINGS, STATUSES
+from reactgraph.nodes.vocabulary.endings import ENDINGS, STATUSES
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +22,9 @@ _COLOURS: dict[str, str] = {**{e.status: e.colour for e in ENDINGS.values()}, "e
 _FOOTNOTE = (
     "EM and F1 are percentages over all n questions (no answer, or an error, scores 0). *tokens* "
     "and *cost* are the variant's totals over every model call (summaries and forced answers "
-    "too; cost at the runs' token_prices, \u2013 without prices). Turns and tokens per question "
+    "too; cost at the runs' token_prices, \u2013 without prices); *cached %* is the share of the "
+    "prompt tokens the provider read from its prefix cache (priced at token_prices' third "
+    "number). Turns and tokens per question "
     "are over the runs that ended (errors excluded); *seconds* adds up each question's run "
     "time, *wall s* is the variant's wall-clock time when known."
 )
@@ -52,6 +54,14 @@ class VariantSummary:
     """The runs' cost at their ``token_prices``; None when no run had prices."""
     tokens_per_question: float | None = None
     """Mean total tokens per run that ended."""
+    cache_read_tokens: int = 0
+    """Of the prompt tokens, those the provider read from its prefix cache."""
+
+    @property
+    def cached_share(self) -> float | None:
+        """The share of the prompt tokens read from the provider's cache (None: no prompt
+        tokens)."""
+        return self.cache_read_tokens / self.prompt_tokens if self.prompt_tokens else None
 
 
 def _scores(row: Mapping[str, Any]) -> tuple[float, float]:
@@ -67,31 +77,61 @@ def _scores(row: Mapping[str, Any]) -> tuple[float, float]:
 def _summary(variant: str, rows: list[Mapping[str, Any]], wall: float | None) -> VariantSummary:
     ended = [row for row in rows if not row.get("error")]
     scores = [_scores(row) for row in rows]
-    turns = [int(row.get("turns") or 0) for row in ended]
-    prompt = sum(int(row.get("prompt_tokens") or 0) for row in rows)
-    completion = sum(int(row.get("completion_tokens") or 0) for row in rows)
-    ended_prompt = sum(int(row.get("prompt_tokens") or 0) for row in ended)
-    ended_completion = sum(int(row.get("completion_tokens") or 0) for row in ended)
-    costs = [float(row["cost"]) for row in rows if isinstance(row.get("cost"), int | float)]
+    mean_turns, median_turns = _turns(ended)
     return VariantSummary(
         variant=variant,
         n=len(rows),
         em=statistics.fmean(em for em, _ in scores),
         f1=statistics.fmean(f1 for _, f1 in scores),
-        statuses=dict(Counter(str(row.get("status") or "unknown") for row in ended)),
+        statuses=_statuses(ended),
         errors=len(rows) - len(ended),
-        mean_turns=statistics.fmean(turns) if turns else None,
-        median_turns=float(statistics.median(turns)) if turns else None,
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        prompt_per_question=ended_prompt / len(ended) if ended else None,
-        completion_per_question=ended_completion / len(ended) if ended else None,
-        seconds=sum(float(row.get("seconds") or 0.0) for row in rows),
+        mean_turns=mean_turns,
+        median_turns=median_turns,
+        prompt_tokens=_count(rows, "prompt_tokens"),
+        completion_tokens=_count(rows, "completion_tokens"),
+        prompt_per_question=_per(_count(ended, "prompt_tokens"), ended),
+        completion_per_question=_per(_count(ended, "completion_tokens"), ended),
+        seconds=sum(_seconds(row) for row in rows),
         wall_seconds=wall,
         total_tokens=sum(_total(row) for row in rows),
-        cost=sum(costs) if costs else None,
-        tokens_per_question=sum(map(_total, ended)) / len(ended) if ended else None,
+        cost=_cost(rows),
+        tokens_per_question=_per(sum(map(_total, ended)), ended),
+        cache_read_tokens=_count(rows, "cache_read_tokens"),
     )
+
+
+def _statuses(ended: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many runs ended with each status."""
+    return dict(Counter(str(row.get("status") or "unknown") for row in ended))
+
+
+def _seconds(row: Mapping[str, Any]) -> float:
+    """A line's run time (0 when it has none)."""
+    return float(row.get("seconds") or 0.0)
+
+
+def _count(rows: Sequence[Mapping[str, Any]], key: str) -> int:
+    """A count summed over the lines (a line without it: 0)."""
+    return sum(int(row.get(key) or 0) for row in rows)
+
+
+def _per(total: float, rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """``total`` per line; None without lines."""
+    return total / len(rows) if rows else None
+
+
+def _turns(ended: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+    """The mean and median turns of the runs that ended (None, None: none did)."""
+    turns = [int(row.get("turns") or 0) for row in ended]
+    if not turns:
+        return None, None
+    return statistics.fmean(turns), float(statistics.median(turns))
+
+
+def _cost(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The lines' cost added up; None when no line was priced."""
+    costs = [float(row["cost"]) for row in rows if isinstance(row.get("cost"), int | float)]
+    return sum(costs) if costs else None
 
 
 def _total(row: Mapping[str, Any]) -> int:
@@ -146,6 +186,7 @@ def markdown_table(summaries: Sequence[VariantSummary]) -> str:
         "turns mean",
         "turns median",
         "prompt tokens",
+        "cached %",
         "prompt / q",
         "completion tokens",
         "completion / q",
@@ -166,6 +207,7 @@ def markdown_table(summaries: Sequence[VariantSummary]) -> str:
             _number(s.mean_turns),
             _number(s.median_turns),
             f"{s.prompt_tokens:,}",
+            _number(None if s.cached_share is None else 100 * s.cached_share),
             _number(s.prompt_per_question, 0),
             f"{s.completion_tokens:,}",
             _number(s.completion_per_question, 0),
@@ -176,10 +218,21 @@ def markdown_table(summaries: Sequence[VariantSummary]) -> str:
     return "\n".join(lines)
 
 
-def plot_summary(summaries: Sequence[VariantSummary], path: str | Path) -> None:
-    """Two panels as a PNG: F1 against mean tokens per question (one point per variant,
-    labelled with its cost), and each variant's status counts as stacked bars. Needs
-    matplotlib."""
+def plotted(plot: Callable[[Path], None], out: Path, caption: str) -> str:
+    """Make the folder ``out`` and draw ``summary.png`` in it with ``plot``: the markdown that
+    shows it, or "" (with a warning) when matplotlib is not installed."""
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        plot(out / "summary.png")
+    except RuntimeError as error:
+        logger.warning("%s; wrote summary.md only", error)
+        return ""
+    return f"\n![{caption}](summary.png)\n"
+
+
+def new_figure(width: float, height: float) -> Any:
+    """A bare matplotlib Figure on the Agg canvas: no pyplot, so no global backend and no GUI,
+    from any thread. RuntimeError when matplotlib is not installed."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -187,9 +240,16 @@ def plot_summary(summaries: Sequence[VariantSummary], path: str | Path) -> None:
         raise RuntimeError(
             "summary.png needs matplotlib, which is not installed (pip install matplotlib)"
         ) from None
-    # A bare Figure on the Agg canvas: no pyplot, so no global backend and no GUI, from any thread.
-    figure = Figure(figsize=(12, 4.8), layout="constrained")
+    figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
+    return figure
+
+
+def plot_summary(summaries: Sequence[VariantSummary], path: str | Path) -> None:
+    """Two panels as a PNG: F1 against mean tokens per question (one point per variant,
+    labelled with its cost), and each variant's status counts as stacked bars. Needs
+    matplotlib."""
+    figure = new_figure(12, 4.8)
     cost, outcomes = figure.subplots(1, 2)
     for s in summaries:
         if s.tokens_per_question is not None:
@@ -226,13 +286,11 @@ def write_report(
     summaries = summarize(results, wall_seconds)
     table = markdown_table(summaries)
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        plot_summary(summaries, out / "summary.png")
-        figure = "\n![F1 against tokens and cost; how the runs ended](summary.png)\n"
-    except RuntimeError as error:
-        logger.warning("%s; wrote summary.md only", error)
-        figure = ""
+    figure = plotted(
+        lambda path: plot_summary(summaries, path),
+        out,
+        "F1 against tokens and cost; how the runs ended",
+    )
     questions = max((s.n for s in summaries), default=0)
     lines = [
         "# reactgraph eval",

@@ -52,7 +52,10 @@ def config_of(recipe: Recipe, label: str) -> dict[str, Any]:
     chosen = arm(label)
     if chosen.prebuilt:
         return {**recipe.config(recipe.variant), "agent": PREBUILT}
-    return recipe.config(chosen.variant, action_format=chosen.action_format)
+    changes = {"action_format": chosen.action_format}
+    if chosen.grammar is not None:
+        changes["constrained_decoding"] = chosen.grammar
+    return recipe.config(chosen.variant, **changes)
 
 
 def thread_of(variant: str, item: Item, source: str = "", config: Any = None) -> str:
@@ -93,6 +96,10 @@ def jobs_for(
         chosen = arm(label)
         extra = {"variant": chosen.variant, "item": item.id, "pages": pages}
         extra["action_format"] = chosen.action_format
+        if chosen.grammar is not None:
+            extra["constrained_decoding"] = chosen.grammar
+        if item.task is not None:  # a benchmark's task: its runner reads it
+            extra["task"] = item.task.as_dict()
         thread = thread_of(label, item, source, (configs or {}).get(label))
         yield Job(index, item.question, thread, extra, f"question {item.id} ({label})")
 
@@ -102,6 +109,8 @@ def scored(
 ) -> dict[str, Any]:
     """A result line: the run's outcome, its gold answers, its scores and its config."""
     score = score_answer(result.get("answer"), item.gold)
+    # A model ladder's run says where it moved up, and each model's spend.
+    ladder: dict[str, Any] = {k: result[k] for k in ("escalations", "by_model") if k in result}
     return {
         "key": pair_key(variant, item.id),
         "id": item.id,
@@ -123,11 +132,13 @@ def scored(
             "total_tokens", result.get("prompt_tokens", 0) + result.get("completion_tokens", 0)
         ),
         "cost": result.get("cost"),
+        "cache_read_tokens": result.get("cache_read_tokens", 0),
         "tool_calls": result.get("tool_calls") or {},
         "budget": result.get("budget"),
         "seconds": result.get("seconds", 0.0),
         "error": result.get("error"),
         "thread_id": result.get("thread_id"),
+        **ladder,
     }
 
 
@@ -144,6 +155,8 @@ def run_eval(
     engine: Engine = "local",
     address: str | None = None,
     flight: Flight | None = None,
+    runner: Callable[[Recipe], Any] | None = None,
+    score: Callable[..., dict[str, Any]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run the pairs not done yet; yield each scored result line as it is appended to
     ``folder/results.jsonl``. ``recipe.db`` defaults to ``folder/runs.sqlite``, so every pair's
@@ -153,7 +166,9 @@ def run_eval(
     ``source`` names the question set (``reactgraph eval`` gives the file's absolute path, or
     ``bundled``): two sets never share a thread or a result line, even with the same ids and
     the same ``--db``. ``engine`` (and ``address``) say where the runs go
-    (``reactgraph.app.engines``); ``flight`` counts those in flight."""
+    (``reactgraph.app.engines``); ``flight`` counts those in flight. A benchmark gives its own
+    ``runner`` (``open_runner`` by default: a recipe to a runner's context) and ``score``
+    (``scored`` by default: a result line from a run's result)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if not recipe.db:
@@ -176,9 +191,9 @@ def run_eval(
                 pending[index] = pair
                 yield pair
 
-        runner = functools.partial(open_runner, recipe)
+        line_of = score or scored
         for result in run_jobs(
-            runner,
+            functools.partial(runner or open_runner, recipe),
             jobs_for(pairs(), source, configs),
             workers=workers,
             concurrency=concurrency,
@@ -189,7 +204,7 @@ def run_eval(
             total=todo,
         ):
             item, variant = pending.pop(result["index"])
-            line = scored(item, variant, result, source, configs[variant])
+            line = line_of(item, variant, result, source, configs[variant])
             if results.record(line):
                 yield line
     finally:

@@ -132,6 +132,12 @@ class Backend(Protocol):
         """Whether ``store`` is this backend's LangGraph store (its table readable in SQL)."""
         ...
 
+    def quick_reader(self, db: str) -> Any | None:
+        """A plain read-only DB-API connection to a database that has LangGraph's tables, for
+        reads without LangGraph (the listings' summaries), or None: a backend without one, no
+        database there, no tables, not a database (LangGraph's read then says which)."""
+        ...
+
 
 def registered() -> Sequence[Backend]:
     """Every backend, in the order they are asked to claim an address."""

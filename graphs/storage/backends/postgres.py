@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,24 +28,65 @@ _UNREACHABLE = (
 PLANNER = "SET LOCAL enable_sort = off"
 
 
+@dataclass(frozen=True)
+class _Fault:
+    """A kind of fault the server reports, known by its SQLSTATE or by words of its message."""
+
+    states: tuple[str, ...]
+    """The SQLSTATE codes, or classes (their first characters), of this fault."""
+    words: tuple[tuple[str, ...], ...]
+    """Groups of words: the message has all of one group's (lowercase) when it is this fault."""
+    message: str
+    """What it says, with ``{where}`` and ``{text}`` (the server's words) filled in."""
+    unstated: bool = False
+    """Known by its words only when the error has no SQLSTATE (psycopg's own faults)."""
+
+    def matches(self, state: str, lower: str) -> bool:
+        if state.startswith(self.states):
+            return True
+        if state and self.unstated:
+            return False
+        return any(all(word in lower for word in group) for group in self.words)
+
+
+# The known faults, first match first.
+_FAULTS = (
+    _Fault(
+        ("3D000",),
+        (("database", "does not exist"),),
+        "the database {where} does not exist ({text}); create it (createdb), or fix the URL",
+    ),
+    _Fault(
+        ("28",),
+        (("authentication failed",),),
+        "the server refused the login to {where} ({text}); check the user and the password",
+    ),
+    _Fault(
+        ("53100",),
+        (("no space left",),),
+        "the database server of {where} is out of disk space ({text}); free some, then retry",
+    ),
+    _Fault(
+        ("42501",),
+        (("permission denied",),),
+        "the database {where} refused this user ({text}); grant it the rights on the "
+        "database, or use another user",
+    ),
+    _Fault(
+        ("08", "57P"),
+        tuple((word,) for word in _UNREACHABLE),
+        "the database {where} failed ({text}); check that the server is up and the URL",
+        unstated=True,
+    ),
+)
+
+
 def _refused(where: str, state: str, text: str) -> str:
     """A fault by its SQLSTATE class: the server is out of reach, or it refused."""
     lower = text.lower()
-    if state == "3D000" or ("database" in lower and "does not exist" in lower):
-        return f"the database {where} does not exist ({text}); create it (createdb), or fix the URL"
-    if state.startswith("28") or "authentication failed" in lower:
-        return f"the server refused the login to {where} ({text}); check the user and the password"
-    if state == "53100" or "no space left" in lower:
-        return (
-            f"the database server of {where} is out of disk space ({text}); free some, then retry"
-        )
-    if state == "42501" or "permission denied" in lower:
-        return (
-            f"the database {where} refused this user ({text}); grant it the rights on the "
-            "database, or use another user"
-        )
-    if state.startswith(("08", "57P")) or (not state and any(w in lower for w in _UNREACHABLE)):
-        return f"the database {where} failed ({text}); check that the server is up and the URL"
+    for fault in _FAULTS:
+        if fault.matches(state, lower):
+            return fault.message.format(where=where, text=text)
     # Reached, and it answered with an error: a fault in the database, not in reaching it.
     return (
         f"the database {where} refused an operation ({text}); it was reached: see the "
@@ -127,6 +169,7 @@ class Postgres:
         from langgraph.store.postgres import PostgresStore
 
         from reactgraph.storage.listing import ensure_index
+        from reactgraph.storage.locks import locking
         from reactgraph.storage.setuplock import setup_lock
 
         try:
@@ -138,7 +181,7 @@ class Postgres:
                     saver.setup()
                     store.setup()
                     ensure_index(connection, self)
-                yield saver, store
+                yield (saver if read_only else locking(saver, db)), store
         except Exception as error:
             if type(error).__module__.startswith("psycopg"):
                 raise DatabaseError(self.explain(db, error)) from error
@@ -150,6 +193,7 @@ class Postgres:
         from langgraph.store.postgres.aio import AsyncPostgresStore
 
         from reactgraph.storage.listing import create_index_sql
+        from reactgraph.storage.locks import locking
         from reactgraph.storage.setuplock import asetup_lock
 
         try:
@@ -163,7 +207,7 @@ class Postgres:
                     found = await connection.execute("SELECT to_regclass(%s)", (INDEX,))
                     if (await found.fetchone())[0] is None:
                         await connection.execute(create_index_sql(self.dialect))
-                yield saver, store
+                yield locking(saver, db), store
         except Exception as error:  # as ``open``: one line naming the database
             if type(error).__module__.startswith("psycopg"):
                 raise DatabaseError(self.explain(db, error)) from error
@@ -227,6 +271,10 @@ class Postgres:
 
     def compact(self, db: str) -> None:
         """Nothing: the server's autovacuum does it."""
+
+    def quick_reader(self, db: str) -> None:
+        """None: the listings read PostgreSQL through LangGraph (no summaries are kept there)."""
+        return None
 
     def owns(self, store: Any) -> bool:
         # By its class's module: asking about a SQLite store must not load psycopg.

@@ -121,6 +121,7 @@ class Sqlite:
         from reactgraph.storage.compression import serializer
         from reactgraph.storage.history import IndexedSqliteSaver
         from reactgraph.storage.listing import ensure_index
+        from reactgraph.storage.locks import locking
 
         if read_only and not Path(db).exists():
             raise NoDatabase(f"no database at {db}")
@@ -132,20 +133,10 @@ class Sqlite:
             raise
         try:
             saver, store = IndexedSqliteSaver(checkpoints, serde=serializer()), SqliteStore(rows)
-            tables = {name for (name,) in checkpoints.execute("SELECT name FROM sqlite_master")}
-            if read_only and {"checkpoints", "writes"} <= tables:
-                # Its setup would switch the file to WAL, a write: the tables are there already.
-                saver.is_setup = True
-            try:
-                saver.setup()
-                store.setup()
-            except sqlite3.OperationalError as error:
-                if read_only and "readonly" in str(error):
-                    # Setting up would create the tables: the file holds no runs (yet).
-                    raise NoDatabase(f"no reactgraph runs in {db} (it has no tables yet)") from None
-                raise
+            _set_up(checkpoints, saver, store, db, read_only)
             if not read_only:
                 ensure_index(rows, self)
+                locking(saver, db)  # a graph on it holds each thread it runs
             yield saver, store
         except sqlite3.Error as error:
             raise DatabaseError(self.explain(db, error)) from error
@@ -160,6 +151,7 @@ class Sqlite:
         from reactgraph.storage.compression import serializer
         from reactgraph.storage.history import IndexedAsyncSqliteSaver
         from reactgraph.storage.listing import ensure_index
+        from reactgraph.storage.locks import locking
 
         connect(db).close()  # create the folder and check the file once, with a clear error
         async with (
@@ -171,13 +163,13 @@ class Sqlite:
             await store.setup()
             with contextlib.closing(connect(db, autocommit=True)) as connection:
                 ensure_index(connection, self)  # once per file: a lookup in its schema after that
-            yield saver, store
+            yield locking(saver, db), store
 
     @contextlib.contextmanager
     def lock(self, db: str, thread_id: str) -> Iterator[Any]:
         import fcntl
 
-        from reactgraph.nodes.features.notes import safe_name
+        from reactgraph.nodes.loop.notes import safe_name
         from reactgraph.storage.locks import Lease, ThreadBusy
 
         folder = Path(self.lock_place(db))
@@ -206,6 +198,21 @@ class Sqlite:
         with contextlib.closing(sqlite3.connect(db, timeout=30, isolation_level=None)) as conn:
             conn.execute("VACUUM")
 
+    def quick_reader(self, db: str) -> sqlite3.Connection | None:
+        if not self.exists(db):
+            return None
+        connection = None
+        try:
+            connection = connect(db, read_only=True)
+            found = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if {"store", "checkpoints", "writes"} <= {name for (name,) in found}:
+                return connection
+        except (sqlite3.Error, DatabaseError):
+            pass
+        if connection is not None:
+            connection.close()
+        return None
+
     def owns(self, store: Any) -> bool:
         from langgraph.store.sqlite import SqliteStore
 
@@ -213,3 +220,22 @@ class Sqlite:
 
 
 BACKEND = Sqlite()
+
+
+def _set_up(
+    checkpoints: sqlite3.Connection, saver: Any, store: Any, db: str, read_only: bool
+) -> None:
+    """Create the saver's and the store's tables (the saver's on ``checkpoints``) where they
+    are missing. Read-only, a file
+    with the checkpoint tables is left as it is (their setup would switch it to WAL, a
+    write), and one without them raises NoDatabase: it holds no runs (yet)."""
+    tables = {name for (name,) in checkpoints.execute("SELECT name FROM sqlite_master")}
+    if read_only and {"checkpoints", "writes"} <= tables:
+        saver.is_setup = True
+    try:
+        saver.setup()
+        store.setup()
+    except sqlite3.OperationalError as error:
+        if read_only and "readonly" in str(error):
+            raise NoDatabase(f"no reactgraph runs in {db} (it has no tables yet)") from None
+        raise

@@ -1,0 +1,238 @@
+"""The loop's one extension seam: middleware, an ordered list of objects whose hooks every node
+runs through, the loop's own features and the application's (LangChain's ``AgentMiddleware``,
+adapted in ``reactgraph.nodes.middleware.adapters``) alike.
+
+A ``Middleware`` has LangChain's six hooks, in the effects style (``effects``): a hook returns
+its value, or is a generator that yields effects and returns it, so one body serves ``invoke``
+and ``ainvoke``.
+
+- ``before_agent(state, scope)``: a new run, after ``start_run`` (not a resumed one);
+- ``before_model`` / ``after_model``: around each model call of a turn (the forced answer too);
+- ``wrap_model_call(request, call, scope)``: ``call(request)`` makes the call (a generator of
+  effects returning a ``ModelResponse``); it may be called several times, or not at all;
+- ``wrap_tool_call(request, call, scope)``: the same for one tool call (``ToolMessage``); the call
+  raises the tool's own exception, a timeout included;
+- ``after_agent(state, scope)``: once, when the run ends (any status; not at a pause).
+
+and the loop's own, which the application's middleware has no use for:
+
+- ``node_entered`` / ``node_failed``: around each node;
+- ``settle(state, update, scope)``: each node's update, which it may change (the spend, a stop);
+- ``observe(state, update, scope)``: each node's settled update, to record (the traces, the
+  conversation), which it may add to;
+- ``pauses(after, settings)``: whether the parsed Action waits for a person (the approval gate);
+- ``refuses(after, settings)``: whether it will be refused without asking anyone (a tool's
+  call limit), so that it is not put to a person first.
+
+The order is LangChain's: the first of the list is the outermost wrapper; ``before_*`` hooks
+run in list order, ``after_*`` (``settle``, ``observe`` too) in reverse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import GeneratorType
+from typing import TYPE_CHECKING, Any
+
+from reactgraph.nodes.middleware.scope import Body, Scope
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+    from langchain_core.messages import ToolMessage
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    from reactgraph.nodes.vocabulary.run_settings import RunSettings
+
+ModelCall = Callable[["ModelRequest"], "Body[ModelResponse]"]
+ToolCallFn = Callable[["ToolCallRequest"], "Body[ToolMessage]"]
+
+HOOKS = (
+    "before_agent",
+    "before_model",
+    "wrap_model_call",
+    "after_model",
+    "wrap_tool_call",
+    "after_agent",
+    "node_entered",
+    "node_failed",
+    "settle",
+    "observe",
+    "pauses",
+    "refuses",
+)
+"""Every hook a middleware may have; the chain calls only the middleware that has each."""
+
+
+class Middleware:
+    """A middleware of the loop: override the hooks it needs (see the module's docstring); the
+    others are never called."""
+
+    @property
+    def name(self) -> str:
+        """Its name in errors and traces (the class's)."""
+        return type(self).__name__
+
+    def before_agent(self, state: Mapping[str, Any], scope: Scope) -> Any:
+        """A new run's start: an update, or None (or a generator returning one)."""
+        return None
+
+    def before_model(self, state: Mapping[str, Any], scope: Scope) -> Any:
+        """Before a turn's model call: an update, or None."""
+        return None
+
+    def wrap_model_call(self, request: ModelRequest, call: ModelCall, scope: Scope) -> Any:
+        """The model call, through ``call``: a generator returning its ``ModelResponse``."""
+        return (yield from call(request))
+
+    def after_model(self, state: Mapping[str, Any], scope: Scope) -> Any:
+        """After a turn's model call (``state["reply"]`` holds it): an update, or None."""
+        return None
+
+    def wrap_tool_call(self, request: ToolCallRequest, call: ToolCallFn, scope: Scope) -> Any:
+        """One tool call, through ``call``: a generator returning its ``ToolMessage``."""
+        return (yield from call(request))
+
+    def after_agent(self, state: Mapping[str, Any], scope: Scope) -> Any:
+        """The run's end: an update, or None."""
+        return None
+
+    def node_entered(self, scope: Scope) -> None:
+        """Before a node's body."""
+
+    def node_failed(self, scope: Scope, error: BaseException) -> None:
+        """A node's body raised (an interrupt too)."""
+
+    def settle(self, state: Mapping[str, Any], update: dict[str, Any], scope: Scope) -> dict:
+        """A node's update, settled: returned as it is, or changed."""
+        return update
+
+    def observe(self, state: Mapping[str, Any], update: dict[str, Any], scope: Scope) -> dict:
+        """A node's settled update, recorded: returned as it is, or with records added."""
+        return update
+
+    def pauses(self, after: Mapping[str, Any], settings: RunSettings) -> bool:
+        """Whether the parsed Action waits for a decision before it runs."""
+        return False
+
+    def refuses(self, after: Mapping[str, Any], settings: RunSettings) -> bool:
+        """Whether the parsed Action will be refused without asking anyone."""
+        return False
+
+
+def _has(middleware: Middleware, hook: str) -> bool:
+    claims = getattr(middleware, "has", None)
+    if callable(claims):  # an adapter: the hooks of what it adapts
+        return bool(claims(hook))
+    own = getattr(type(middleware), hook, None)
+    return own is not None and own is not getattr(Middleware, hook)
+
+
+def _value(result: Any) -> Body[Any]:
+    """A hook's result as a body: its generator's, else the value itself."""
+    if isinstance(result, GeneratorType):
+        return (yield from result)
+    return result
+
+
+class Chain:
+    """The loop's middleware in order, each hook's list precomputed (a hook no middleware has
+    costs nothing per call)."""
+
+    def __init__(self, middleware: Sequence[Middleware]) -> None:
+        self.middleware = tuple(middleware)
+        self._with = {hook: tuple(m for m in self.middleware if _has(m, hook)) for hook in HOOKS}
+        self._own = {
+            hook: tuple(m for m in found if not getattr(m, "application", False))
+            for hook, found in self._with.items()
+        }
+
+    def having(self, hook: str) -> tuple[Middleware, ...]:
+        """The middleware with ``hook``, in list order."""
+        return self._with[hook]
+
+    def _updates(self, hook: str, state: Mapping[str, Any], scope: Scope, order: Any) -> Body:
+        merged: dict[str, Any] = {}
+        for middleware in order(self._with[hook]):
+            view = {**state, **merged} if merged else state
+            update = yield from _value(getattr(middleware, hook)(view, scope))
+            if update:
+                merged.update(update)
+        return merged
+
+    def before_agent(self, state: Mapping[str, Any], scope: Scope) -> Body[dict[str, Any]]:
+        """Every ``before_agent`` hook, in list order: their updates, merged."""
+        return self._updates("before_agent", state, scope, tuple)
+
+    def before_model(self, state: Mapping[str, Any], scope: Scope) -> Body[dict[str, Any]]:
+        """Every ``before_model`` hook, in list order."""
+        return self._updates("before_model", state, scope, tuple)
+
+    def after_model(self, state: Mapping[str, Any], scope: Scope) -> Body[dict[str, Any]]:
+        """Every ``after_model`` hook, in reverse order."""
+        return self._updates("after_model", state, scope, reversed)
+
+    def after_agent(self, state: Mapping[str, Any], scope: Scope) -> Body[dict[str, Any]]:
+        """Every ``after_agent`` hook, in reverse order."""
+        return self._updates("after_agent", state, scope, reversed)
+
+    def model_call(
+        self, request: ModelRequest, scope: Scope, send: ModelCall, own_only: bool = False
+    ) -> Body[Any]:
+        """The model call through every ``wrap_model_call``, the first outermost; ``send``
+        makes it. ``own_only``: through the loop's own middleware alone (a summary's call: an
+        application's middleware wraps the agent's calls, as in ``create_agent``)."""
+        layers = (self._own if own_only else self._with)["wrap_model_call"]
+        return self._wrapped(layers, "wrap_model_call", request, scope, send)
+
+    def tool_call(self, request: ToolCallRequest, scope: Scope, execute: ToolCallFn) -> Body:
+        """The tool call through every ``wrap_tool_call``; ``execute`` runs the tool."""
+        call = request.tool_call
+        scope.asked[str(call.get("id"))] = (str(call.get("name")), call.get("args"))
+        layers = self._with["wrap_tool_call"]
+        return self._wrapped(layers, "wrap_tool_call", request, scope, execute)
+
+    def _wrapped(
+        self, layers: tuple[Middleware, ...], hook: str, request: Any, scope: Scope, inner: Any
+    ) -> Body[Any]:
+        innermost = inner
+
+        def at(index: int) -> Callable[[Any], Body[Any]]:
+            if index == len(layers):
+                return innermost
+            inner, wrap = at(index + 1), getattr(layers[index], hook)
+            return lambda req: _value(wrap(req, inner, scope))
+
+        return (yield from at(0)(request))
+
+    def node_entered(self, scope: Scope) -> None:
+        """Every ``node_entered`` hook."""
+        for middleware in self._with["node_entered"]:
+            middleware.node_entered(scope)
+
+    def node_failed(self, scope: Scope, error: BaseException) -> None:
+        """Every ``node_failed`` hook."""
+        for middleware in reversed(self._with["node_failed"]):
+            middleware.node_failed(scope, error)
+
+    def settle(self, state: Mapping[str, Any], update: dict[str, Any], scope: Scope) -> dict:
+        """The update through every ``settle`` hook (reverse order: the innermost first)."""
+        for middleware in reversed(self._with["settle"]):
+            update = middleware.settle(state, update, scope)
+        return update
+
+    def observe(self, state: Mapping[str, Any], update: dict[str, Any], scope: Scope) -> dict:
+        """The settled update through every ``observe`` hook (reverse order)."""
+        for middleware in reversed(self._with["observe"]):
+            update = middleware.observe(state, update, scope)
+        return update
+
+    def pauses(self, after: Mapping[str, Any], settings: RunSettings) -> bool:
+        """Whether the parsed Action waits for a person: some middleware holds it, and none
+        refuses it unasked (a call past its limit is refused, never put to a person)."""
+        if not any(m.pauses(after, settings) for m in self._with["pauses"]):
+            return False
+        return not any(m.refuses(after, settings) for m in self._with["refuses"])
+
+    def names(self) -> list[str]:
+        """The middleware's names, in order (for errors, docs and tests)."""
+        return [m.name for m in self.middleware]
