@@ -6,7 +6,9 @@ cards, results and the final 48; a slow tool, whose Thought and Action stay on s
 it runs; a second question; a reload and the thread reopened from the history; Regenerate,
 after which the thread still loads; and on the notes variants, how a notes update looks. On
 the transcript variant: a decision typed in the chat, and a message that is none; editing the
-first of two questions and the only one (issue 58); and a run stopped by its token budget.
+first of two questions and the only one (issue 58); and a run stopped by its token budget. With
+parallel calls on (issue 53), two calls of one reply that each wait for a decision, decided one by
+one on the card and sent together, in every variant.
 
 Run by ``make test-browser`` (and CI). Where Chromium, npm, Playwright or the client's source
 is missing, it skips saying why; in CI (``CI=true``) it fails instead. A failed check saves a
@@ -136,6 +138,16 @@ def responder(request: dict[str, Any]) -> str:
             return "Thought: I do not know what that refers to.\nFinal Answer: unknown"
         months = int(earlier[-1]) * 12
         return f"Thought: The earlier answer, in months.\nFinal Answer: {months} months"
+    if "Send both " in question:  # two sends in one reply (parallel calls on), each decided
+        said = re.findall(
+            r"^(?:Observation: )?Observation \d+ \((send\[[^\]]*\])\): (.*)$",
+            "\n".join(str(m["content"]) for m in request["messages"][1:]),
+            flags=re.M,
+        )
+        if not said:
+            first, second = question.split("Send both ", 1)[1].split(" (", 1)[0].split(" and ")
+            return f"Thought: Both at once.\nAction: send[{first}]\nAction: send[{second}]"
+        return "Thought: Done.\nFinal Answer: " + "; ".join(f"{a} {t}" for a, t in said)
     if "Send " in question:  # the send tool waits for a person's decision
         if done == 0:
             text = question.split("Send ", 1)[1].split(" (", 1)[0]
@@ -407,6 +419,65 @@ def test_agent_chat_ui_approves_edits_and_rejects_an_action(
     # Every exchange stays on screen, and nothing failed.
     for line in ("Final Answer: sent hello", "Final Answer: sent final text"):
         expect(page.get_by_text(line)).to_be_visible()
+    assert not page.get_by_text("Error").count()
+
+
+def parallel_assistant(api: str, variant: str) -> str:
+    """An assistant of ``variant`` that runs every call of a reply (issue 53)."""
+    response = httpx.post(
+        f"{api}/assistants",
+        json={"graph_id": variant, "context": {"parallel_tool_calls": True}},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    return str(response.json()["assistant_id"])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_agent_chat_ui_decides_several_waiting_calls_one_by_one(
+    stack: dict[str, Any], page: Any, variant: str
+) -> None:
+    """Issue 53, 4: two sends of one reply wait in one interrupt; Agent Chat UI pages through
+    them (``send (1/2)``) and sends a decision for each at once; the approved call runs, the
+    rejected one has its refusal as its Observation, and the run answers from both."""
+    from playwright.sync_api import expect
+
+    api = stack["api"]
+    page.goto(f"{stack['ui']}/?assistantId={parallel_assistant(api, variant)}")
+    ask(page, f"Send both hi and bye ({variant})")
+    expect(page.locator("p.text-2xl", has_text="send (1/2)")).to_be_visible()
+    settled(page)
+    expect(page.locator("textarea:not([placeholder])")).to_have_value("hi")
+    shot(page, f"{variant}-several-asked")
+    page.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("p.text-2xl", has_text="send (2/2)")).to_be_visible()
+    expect(page.locator("textarea:not([placeholder])")).to_have_value("bye")
+    box = page.get_by_placeholder("Share feedback with the agent...")
+    box.fill("not bye yet")
+    page.get_by_role("button", name="Submit rejection").click()
+    submit = page.get_by_role("button", name="Submit all 2 decisions")
+    expect(submit).to_be_enabled()
+    submit.click()
+    refused = "A person refused this action, so it did not run. Their reason: not bye yet"
+    expect(page.get_by_text(f"Final Answer: send[hi] sent hi; send[bye] {refused}")).to_be_visible()
+    expect(page.get_by_text("Edit/Approve")).to_have_count(0)
+    shot(page, f"{variant}-several-decided")
+    assert runs_done(api, page, 2)[0]["status"] == "success"
+    values = thread_state(api, page)
+    assert values["status"] == "answered"
+    (turn,) = [t for t in values["turns"] if t.get("actions")]
+    assert [(a["action"], a["action_input"], a["approval"]["decision"]) for a in turn["actions"]] == [
+        ("send", "hi", "approve"),
+        ("send", "bye", "reject"),
+    ]
+    assert [a["observation"] for a in turn["actions"]] == ["sent hi", refused]
+    # The chat view: one reply with both calls, and one ToolMessage per call, each its answer.
+    (calling,) = [m for m in values["messages"] if m["type"] == "ai" and m.get("tool_calls")]
+    answers = [m for m in values["messages"] if m["type"] == "tool"]
+    assert [m["tool_call_id"] for m in answers] == [c["id"] for c in calling["tool_calls"]]
+    assert [m["content"] for m in answers] == ["sent hi", refused]
+    page.reload()
+    expect(page.get_by_text(f"Final Answer: send[hi] sent hi; send[bye] {refused}")).to_be_visible()
     assert not page.get_by_text("Error").count()
 
 
