@@ -54,6 +54,7 @@ def test_the_ground_truth_scores_100_in_every_arm_and_wrong_arguments_0(
     for label in ARMS:
         assert f"| simple_python | {label} | 2 | 100.0 | 34.2\u2013100.0 |" in summary
     assert (perfect / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Parallel tool calls off (the default" in summary
 
     openai_server.responder = BfclReplayer(tasks(2), wrong=True)
     wrong = tmp_path / "wrong"
@@ -79,6 +80,21 @@ def test_constrained_decoding_names_every_arm_with_its_grammar(
     run = cli(*args, "--base-url", openai_server.url, "--out", str(out), "--workers", "1")
     assert run.returncode == 0, run.stderr[-3000:]
     assert sorted(line["variant"] for line in read_results(out)) == ["prebuilt", "transcript+gbnf"]
+
+
+def test_the_report_says_whether_the_calls_of_a_reply_ran_at_once(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.responder = BfclReplayer(tasks(1, ["parallel"]))
+    args = ["eval", "--bench", "bfcl", "--categories", "parallel", "--limit", "1"]
+    args += ["--variants", "transcript:tool_calls", "--base-url", openai_server.url]
+    for setting, said in (("off", "calls off (the default"), ("on", "calls on (up to 3 calls")):
+        out = tmp_path / setting
+        more = ["--parallel-tool-calls", setting, "--max-parallel-calls", "3"]
+        run = cli(*args, *more, "--out", str(out), "--workers", "1")
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert said in (out / "summary.md").read_text()
+        assert [line["score"] for line in read_results(out)] == [1.0]
 
 
 @pytest.mark.kills

@@ -39,6 +39,23 @@ def how_to_run() -> dict[str, Any]:
     return {"runner": open_bfcl_runner, "score": bfcl_scored}
 
 
+def parallel_note(args: argparse.Namespace) -> str:
+    """How the run's loop met a parallel task: one call a turn (the default), or several."""
+    if getattr(args, "parallel_tool_calls", None):
+        from reactgraph.nodes.vocabulary.run_settings import RunSettings
+
+        cap = getattr(args, "max_parallel_calls", None) or RunSettings().max_parallel_calls
+        return (
+            f"Parallel tool calls on (up to {cap} calls of one reply run at once): a parallel "
+            "task is passed by a run that makes every call, in one reply or over its turns."
+        )
+    return (
+        "Parallel tool calls off (the default: one call per model turn, the others of a reply "
+        "answered that they did not run): a parallel task is passed by a run that makes every "
+        "call, one after another. The prebuilt agent runs every call of a reply either way."
+    )
+
+
 def report(
     args: argparse.Namespace, folder: Path, variants: list[str], wall: float, tasks: int
 ) -> int:
@@ -56,8 +73,7 @@ def report(
     ]
     notes = [
         f"{tasks} task(s) x {len(variants)} arm(s) in this run ({', '.join(variants)}); its wall "
-        f"time {wall:.1f} s. Today's loop runs one call per model turn: a parallel task is passed "
-        "by a run that makes every call, one after another.",
+        f"time {wall:.1f} s. {parallel_note(args)}",
     ]
     table = write_bfcl_report(lines, folder, model=args.model, notes=notes)
     return reported(folder, table, [line for line in lines if line.get("variant") in variants])
