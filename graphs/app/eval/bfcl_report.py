@@ -164,6 +164,7 @@ def _failures_panel(panel: Any, cells: Sequence[Cell], arms: list[str]) -> None:
     panel.set(ylabel="failed tasks", title="failures by kind")
     panel.tick_params(axis="x", labelrotation=20)
     if any(bottoms):
+        panel.set_ylim(0, max(bottoms) * 1.05)  # the tallest stack whole, with room above it
         panel.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
