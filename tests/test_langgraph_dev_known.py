@@ -1,15 +1,18 @@
-"""Known problems of `langgraph dev`, pinned. When one of these tests fails, upstream fixed it:
-drop the warning in docs/chat-clients.md and the test.
+"""Known problems of `langgraph dev`, pinned (the warnings in docs/chat-clients.md).
 
 - After a thread with checkpoints is deleted, the in-memory runtime (``langgraph_runtime_inmem``)
   replaces its persisted checkpoint ``writes`` with a plain dict, so later writes are no longer
   saved to disk. After a restart, a later thread's delta-channel state (``turns``, ``messages``)
-  comes back empty.
-
-What the docs say of a SIGKILL holds too: its periodic writes to ``.langgraph_api/`` (every
-10 s) keep the checkpoints (``langgraph-runtime-inmem`` 0.36 and later; earlier releases left
-them out, and every thread came back without its state), so a SIGKILL loses at most the steps
-since the last write."""
+  comes back empty. When its test fails, upstream fixed it: drop the warning and the test.
+- A SIGKILL may lose a thread's state, however long after its run. The periodic writes to
+  ``.langgraph_api/`` (every 10 s) keep the thread list, but the checkpoints only while the
+  runtime's first checkpointer holds the registration of their files: each request whose
+  checkpointer has an ``unpack_hook`` (``langgraph_runtime_inmem.checkpoint.Checkpointer``)
+  builds another saver, whose dicts (loaded from disk, then set aside for the first saver's)
+  take the files over. From then on a periodic write holds that copy, as old as its request,
+  and none at all once it is collected. Seen in CI and under load: the thread listed, its state
+  empty, after two periodic writes that followed the run. The test checks what holds: the
+  thread is listed, and its state is whole or absent, never partial."""
 
 from __future__ import annotations
 
@@ -65,7 +68,7 @@ def flushed(folder: Path, since: float) -> bool:
     return bool(files) and all(f.stat().st_mtime > since for f in files)
 
 
-def test_a_sigkill_of_the_dev_server_keeps_what_its_last_write_to_disk_held(
+def test_a_sigkill_of_the_dev_server_keeps_the_thread_and_its_state_whole_or_none(
     tmp_path: Path, openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not LANGGRAPH.exists():
@@ -81,18 +84,15 @@ def test_a_sigkill_of_the_dev_server_keeps_what_its_last_write_to_disk_held(
         patched.setattr(dev, "stop", kill)
         with langgraph_dev(tmp_path) as url:
             thread = ask(get_sync_client(url=url), openai_server)
-            # Two periodic writes after the run: the first may have taken its copy of the
-            # checkpoints before the run's last step and finished writing it after the run
-            # returned; the second began after the run.
-            for _ in range(2):
-                written = time.time()
-                deadline = written + 300
-                while not flushed(tmp_path, written):
-                    assert time.time() < deadline, "langgraph dev never wrote its files"
-                    time.sleep(0.5)
+            written = time.time()
+            deadline = written + 300
+            while not flushed(tmp_path, written):  # its next periodic write, after the run
+                assert time.time() < deadline, "langgraph dev never wrote its files"
+                time.sleep(0.5)
     with langgraph_dev(tmp_path) as url:
         client = get_sync_client(url=url)
         client.threads.get(thread)  # the thread is still listed
         after_kill = client.threads.get_state(thread)["values"]
-    assert after_kill.get("answer") == "48", after_kill  # and its state came back with it
-    assert len(after_kill["turns"]) == 4 and after_kill["messages"]
+    if after_kill:  # its state came back whole, or (the upstream fault above) not at all
+        assert after_kill.get("answer") == "48", after_kill
+        assert len(after_kill["turns"]) == 4 and after_kill["messages"]
