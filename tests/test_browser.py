@@ -466,7 +466,9 @@ def test_agent_chat_ui_decides_several_waiting_calls_one_by_one(
     values = thread_state(api, page)
     assert values["status"] == "answered"
     (turn,) = [t for t in values["turns"] if t.get("actions")]
-    assert [(a["action"], a["action_input"], a["approval"]["decision"]) for a in turn["actions"]] == [
+    assert [
+        (a["action"], a["action_input"], a["approval"]["decision"]) for a in turn["actions"]
+    ] == [
         ("send", "hi", "approve"),
         ("send", "bye", "reject"),
     ]
