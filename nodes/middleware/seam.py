@@ -134,6 +134,14 @@ def _value(result: Any) -> Body[Any]:
     return result
 
 
+def _layer(wrap: Callable[..., Any], inner: Callable[[Any], Body[Any]], scope: Scope) -> Any:
+    """One middleware's wrapper around ``inner``, as a handler. A closure of its own: a handler
+    that named itself (a recursive builder's) would make a reference cycle per call, which
+    only the garbage collector frees, with the request, the scope and LangGraph's runtime
+    held until it does (``tests/test_seam_garbage.py``)."""
+    return lambda request: _value(wrap(request, inner, scope))
+
+
 class Chain:
     """The loop's middleware in order, each hook's list precomputed (a hook no middleware has
     costs nothing per call)."""
@@ -194,15 +202,10 @@ class Chain:
     def _wrapped(
         self, layers: tuple[Middleware, ...], hook: str, request: Any, scope: Scope, inner: Any
     ) -> Body[Any]:
-        innermost = inner
-
-        def at(index: int) -> Callable[[Any], Body[Any]]:
-            if index == len(layers):
-                return innermost
-            inner, wrap = at(index + 1), getattr(layers[index], hook)
-            return lambda req: _value(wrap(req, inner, scope))
-
-        return (yield from at(0)(request))
+        handler = inner
+        for middleware in reversed(layers):  # built inside out, the first outermost
+            handler = _layer(getattr(middleware, hook), handler, scope)
+        return (yield from handler(request))
 
     def node_entered(self, scope: Scope) -> None:
         """Every ``node_entered`` hook."""
