@@ -133,11 +133,20 @@ def prompt_text(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(message_text(m) for m in messages)
 
 
+# The thread a test's checkpointed runs go on.
+CONFIG = {"configurable": {"thread_id": "t1"}}
+
 SEED = [
     "Thought: I need the Eiffel Tower's completion.\nAction: search[Eiffel Tower]",
     "Thought: Now the Golden Gate.\nAction: search[Golden Gate Bridge]",
     "Thought: Subtract.\nAction: calculator[1937-1889]",
     "Thought: I now have enough information.\nFinal Answer: 48",
+]
+# The seed's tool calls, (name, input) as a ``ToolLog`` records them.
+SEED_TOOL_CALLS = [
+    ("search", "Eiffel Tower"),
+    ("search", "Golden Gate Bridge"),
+    ("calculator", "1937-1889"),
 ]
 
 

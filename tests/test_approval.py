@@ -18,9 +18,17 @@ from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.running.decisions import MAX_RESUME_CHARS
 from reactgraph.nodes.vocabulary.standing import status_of
 from reactgraph.variants import REGISTRY
-from tests.fakes import Runner, ToolLog, action, add, answer, call, fake_model, prompt_text
-
-CONFIG = {"configurable": {"thread_id": "t1"}}
+from tests.fakes import (
+    CONFIG,
+    Runner,
+    ToolLog,
+    action,
+    add,
+    answer,
+    call,
+    fake_model,
+    prompt_text,
+)
 
 
 def built(variant: str, *replies: Any, approve: Any = ("echo",), **more: Any) -> tuple[Any, Any]:
@@ -42,12 +50,17 @@ def built(variant: str, *replies: Any, approve: Any = ("echo",), **more: Any) ->
     return graph, log
 
 
-def decided(run: Runner, variant: str, proposed: str, value: Any, final: str) -> tuple[Any, ...]:
-    """A run of ``variant`` stopped before ``echo[proposed]``, resumed with ``value``: its
-    output, the tool calls made, and the graph (its model's prompts)."""
+def decided(
+    run: Runner, variant: str, proposed: str, value: Any, final: str, ran: list[Any]
+) -> tuple[Any, ...]:
+    """A run of ``variant`` stopped before ``echo[proposed]``, resumed with ``value``, which
+    made the tool calls ``ran`` and answered ``final``: its output, its first turn, and the
+    graph (its model's prompts)."""
     graph, log = built(variant, action("echo", proposed), answer(final))
     run(graph, {"question": "q"}, CONFIG)
-    return run(graph, Command(resume=value), CONFIG), log, graph
+    out = run(graph, Command(resume=value), CONFIG)
+    assert log.calls == ran and out["answer"] == final
+    return out, out["turns"][0], graph
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -97,9 +110,7 @@ APPROVALS = {
 
 @pytest.mark.parametrize("shape", sorted(APPROVALS))
 def test_an_approved_action_runs_as_written(shape: str, run: Runner) -> None:
-    out, log, _ = decided(run, "transcript", "hi", APPROVALS[shape], "done")
-    assert log.calls == [("echo", "hi")] and out["answer"] == "done"
-    first = out["turns"][0]
+    out, first, _ = decided(run, "transcript", "hi", APPROVALS[shape], "done", [("echo", "hi")])
     assert (first["action_input"], first["observation"]) == ("hi", "echo: hi")
     assert first["approval"] == {"decision": "approve", "by": "unnamed"}
     kinds = [(m.type, getattr(m, "status", None)) for m in out["messages"]]
@@ -128,9 +139,7 @@ EDITS = {
 def test_an_edited_action_runs_with_the_persons_input(
     variant: str, shape: str, run: Runner
 ) -> None:
-    out, log, graph = decided(run, variant, "risky", EDITS[shape], "done")
-    assert log.calls == [("echo", "safer")] and out["answer"] == "done"
-    first = out["turns"][0]
+    out, first, graph = decided(run, variant, "risky", EDITS[shape], "done", [("echo", "safer")])
     assert (first["action"], first["action_input"], first["observation"]) == (
         "echo",
         "safer",
@@ -183,9 +192,7 @@ RESPONSES = {
 def test_a_response_is_the_observation_and_nothing_runs(
     variant: str, shape: str, run: Runner
 ) -> None:
-    out, log, graph = decided(run, variant, "the answer", RESPONSES[shape], "42")
-    assert log.calls == [] and out["answer"] == "42"
-    first = out["turns"][0]
+    out, first, graph = decided(run, variant, "the answer", RESPONSES[shape], "42", [])
     assert (first["kind"], first["observation"], first["tool_latency_s"]) == (
         "action",
         "it is 42",
@@ -215,9 +222,8 @@ def test_a_rejection_tells_the_model_the_action_was_refused(
     variant: str, shape: str, run: Runner
 ) -> None:
     value, observation = REJECTIONS[shape]
-    out, log, graph = decided(run, variant, "drop table", value, "I will not, then.")
-    assert log.calls == [] and out["status"] == "answered"
-    first = out["turns"][0]
+    out, first, graph = decided(run, variant, "drop table", value, "I will not, then.", [])
+    assert out["status"] == "answered"
     assert first["observation"] == observation and first["approval"]["decision"] == "reject"
     tool = out["messages"][2]
     assert (tool.type, tool.status, tool.content) == ("tool", "error", observation)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pickle
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +22,11 @@ from langgraph.types import Command, Send
 from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.running.decisions import MAX_UNUSABLE
 from reactgraph.nodes.vocabulary.standing import status_of
-from tests.fakes import Runner, ToolLog, action, answer, call, fake_model
-from tests.test_approval import CONFIG, built
+from tests.fakes import CONFIG, Runner, ToolLog, action, answer, call, fake_model
+from tests.test_approval import built
 
 FORMATS = ["text", "tool_calls"]
+MATRIX = [(v, f) for v in VARIANTS for f in FORMATS]
 
 
 def waiting(variant: str, action_format: str, run: Runner, *more: Any) -> tuple[Any, ToolLog]:
@@ -34,6 +37,16 @@ def waiting(variant: str, action_format: str, run: Runner, *more: Any) -> tuple[
     run(graph, {"question": "q"}, CONFIG)
     assert status_of(graph.get_state(CONFIG)) == "awaiting_approval"
     return graph, log
+
+
+@contextmanager
+def nothing_changes(graph: Any, log: ToolLog) -> Iterator[None]:
+    """What the block does to the waiting thread is refused whole: no checkpoint is added or
+    changed, no tool runs, and the thread still waits for its decision."""
+    before = list(graph.checkpointer.list(CONFIG))
+    yield
+    assert log.calls == [] and list(graph.checkpointer.list(CONFIG)) == before
+    assert status_of(graph.get_state(CONFIG)) == "awaiting_approval"
 
 
 def stored(saver: InMemorySaver, thread: str = "t1") -> tuple[int, int, int]:
@@ -48,13 +61,11 @@ def node_names(graph: Any) -> list[str]:
     return sorted({*graph.nodes, START, END} - {"__start__"} | {START})
 
 
-@pytest.mark.parametrize("action_format", FORMATS)
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(("variant", "action_format"), MATRIX)
 def test_no_command_but_a_resume_runs_the_waiting_action(
     variant: str, action_format: str, run: Runner
 ) -> None:
     graph, log = waiting(variant, action_format, run)
-    before = list(graph.checkpointer.list(CONFIG))
     commands: list[Command] = [
         *(Command(goto=name) for name in node_names(graph) if name != END),
         Command(goto=["run_tool"]),
@@ -65,10 +76,10 @@ def test_no_command_but_a_resume_runs_the_waiting_action(
         Command(resume="yes", goto="run_tool"),
         Command(graph=Command.PARENT, goto="run_tool"),
     ]
-    for command in commands:
-        with pytest.raises(ValueError, match=r"refused|parent graph"):
-            run(graph, command, CONFIG)
-    assert log.calls == [] and list(graph.checkpointer.list(CONFIG)) == before
+    with nothing_changes(graph, log):
+        for command in commands:
+            with pytest.raises(ValueError, match=r"refused|parent graph"):
+                run(graph, command, CONFIG)
     # goto=END alone (Agent Chat UI's "Mark as Resolved") changes nothing: it still waits.
     run(graph, Command(goto=END), CONFIG)
     assert log.calls == [] and status_of(graph.get_state(CONFIG)) == "awaiting_approval"
@@ -113,8 +124,7 @@ def test_resuming_an_unknown_thread_stores_no_row(tmp_path: Path) -> None:
 UNANSWERED = {"type": "tool", "content": "Successfully handled tool call.", "tool_call_id": "x"}
 
 
-@pytest.mark.parametrize("action_format", FORMATS)
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(("variant", "action_format"), MATRIX)
 @pytest.mark.parametrize(
     ("said", "decision", "shown"),
     [("yes", "approve", "approved echo[hi]"), (" No. ", "reject", "refused echo[hi]")],
@@ -147,15 +157,14 @@ def test_any_other_question_on_a_waiting_thread_is_refused_saying_why(
     said: str, run: Runner
 ) -> None:
     graph, log = waiting("transcript", "text", run)
-    before = list(graph.checkpointer.list(CONFIG))
-    with pytest.raises(ValueError, match=r"waits for a decision on echo\[hi\].*answer yes"):
+    with (
+        nothing_changes(graph, log),
+        pytest.raises(ValueError, match=r"waits for a decision on echo\[hi\].*answer yes"),
+    ):
         run(graph, {"question": said}, CONFIG)
-    assert log.calls == [] and list(graph.checkpointer.list(CONFIG)) == before
-    assert status_of(graph.get_state(CONFIG)) == "awaiting_approval"
 
 
-@pytest.mark.parametrize("action_format", FORMATS)
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(("variant", "action_format"), MATRIX)
 def test_any_other_chat_message_asks_again_quoting_it_and_is_bounded(
     variant: str, action_format: str, run: Runner
 ) -> None:

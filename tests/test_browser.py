@@ -559,6 +559,31 @@ def prompts_since(model: FakeOpenAIServer, start: int) -> str:
     )
 
 
+def one_exchange_shown(page: Any, question: str) -> None:
+    """The chat shows ``question`` alone (its questions, not the thread list) and one answer."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(".group.ml-auto p")).to_have_text([question])
+    expect(page.get_by_text("Final Answer: 48")).to_have_count(1)
+
+
+def first_question_edited(
+    stack: dict[str, Any], page: Any, text: str, runs: int
+) -> tuple[str, dict[str, Any]]:
+    """Edit the first question on screen to ``text`` once the chat has settled, and wait for the
+    thread's ``runs``-th run: the chat then shows that exchange alone, and the prompts sent
+    since tell of no earlier run. The prompts sent since, and the thread's state."""
+    api, model = stack["api"], stack["model"]
+    settled(page)
+    asked = len(model.requests)
+    edit_question(page, 0, text)
+    runs_done(api, page, runs)
+    one_exchange_shown(page, text)
+    sent = prompts_since(model, asked)
+    assert "Earlier in this conversation" not in sent and "did not finish" not in sent
+    return sent, thread_state(api, page)
+
+
 def test_editing_the_first_of_two_questions_replaces_it_and_the_second(
     stack: dict[str, Any], page: Any
 ) -> None:
@@ -566,59 +591,37 @@ def test_editing_the_first_of_two_questions_replaces_it_and_the_second(
     of two questions replaces it and the second, on screen, in the thread and in the prompt."""
     from playwright.sync_api import expect
 
-    api, model = stack["api"], stack["model"]
     page.goto(f"{stack['ui']}/?assistantId=transcript&chatHistoryOpen=true")
     ask(page, "How many years apart? (first)")
     expect(page.get_by_text("Final Answer: 48")).to_be_visible()
     ask(page, "How many years apart? (second)")
     expect(page.get_by_text("Final Answer: 48")).to_have_count(2)
-    runs_done(api, page, 2)
-    settled(page)
-    asked = len(model.requests)
-    edit_question(page, 0, "How many years apart? (edited)")
-    runs_done(api, page, 3)
-    questions = page.locator(".group.ml-auto p")  # the chat's questions (not the thread list)
-    expect(questions).to_have_text(["How many years apart? (edited)"])
-    expect(page.get_by_text("Final Answer: 48")).to_have_count(1)
-    sent = prompts_since(model, asked)
+    runs_done(stack["api"], page, 2)
+    sent, values = first_question_edited(stack, page, "How many years apart? (edited)", 3)
     assert "Question: How many years apart? (edited)" in sent
-    assert "Earlier in this conversation" not in sent and "did not finish" not in sent
-    values = thread_state(api, page)
     # Agent Chat UI sends a question as text blocks, an edited one as a string.
     assert [m["content"] for m in values["messages"] if m["type"] == "human"] == [
         "How many years apart? (edited)"
     ]
     assert [r["question"] for r in values["earlier_runs"]] == ["How many years apart? (edited)"]
     page.reload()
-    expect(questions).to_have_text(["How many years apart? (edited)"])
-    expect(page.get_by_text("Final Answer: 48")).to_have_count(1)
+    one_exchange_shown(page, "How many years apart? (edited)")
     shot(page, "transcript-first-of-two-edited")
 
 
 def test_editing_the_only_question_leaves_one_exchange(stack: dict[str, Any], page: Any) -> None:
     from playwright.sync_api import expect
 
-    api, model = stack["api"], stack["model"]
     page.goto(f"{stack['ui']}/?assistantId=transcript&chatHistoryOpen=true")
     ask(page, "How many years apart? (only)")
     expect(page.get_by_text("Final Answer: 48")).to_be_visible()
-    runs_done(api, page, 1)
-    settled(page)
-    asked = len(model.requests)
-    edit_question(page, 0, "How many years apart? (only, edited)")
-    runs_done(api, page, 2)
-    questions = page.locator(".group.ml-auto p")  # the chat's questions (not the thread list)
-    expect(questions).to_have_text(["How many years apart? (only, edited)"])
-    expect(page.get_by_text("Final Answer: 48")).to_have_count(1)
-    sent = prompts_since(model, asked)
-    assert "Earlier in this conversation" not in sent and "did not finish" not in sent
-    values = thread_state(api, page)
+    runs_done(stack["api"], page, 1)
+    _, values = first_question_edited(stack, page, "How many years apart? (only, edited)", 2)
     assert [r["question"] for r in values["earlier_runs"]] == [
         "How many years apart? (only, edited)"
     ]
     page.reload()
-    expect(questions).to_have_text(["How many years apart? (only, edited)"])
-    expect(page.get_by_text("Final Answer: 48")).to_have_count(1)
+    one_exchange_shown(page, "How many years apart? (only, edited)")
     shot(page, "transcript-only-question-edited")
 
 

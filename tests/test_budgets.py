@@ -38,6 +38,8 @@ from tests.fakes import (
 
 USAGE = (100, 20)  # every call: 100 prompt + 20 completion tokens, as the provider reports
 PER_CALL = sum(USAGE)
+FORMATS = ["text", "tool_calls"]
+MATRIX = [(v, f) for v in VARIANTS for f in FORMATS]
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -57,8 +59,7 @@ def observations(out: dict[str, Any]) -> list[str | None]:
     return [t["observation"] for t in out["turns"]]
 
 
-@pytest.mark.parametrize("fmt", ["text", "tool_calls"])
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(("variant", "fmt"), MATRIX)
 def test_the_token_budget_stops_the_run_at_the_exact_call(
     variant: str, fmt: str, run: Runner
 ) -> None:
@@ -96,7 +97,7 @@ def test_the_token_budget_stops_the_run_at_the_exact_call(
     )
 
 
-@pytest.mark.parametrize("fmt", ["text", "tool_calls"])
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_the_cost_budget_counts_at_the_prices_and_stops_at_the_exact_call(
     fmt: str, run: Runner
 ) -> None:
@@ -182,8 +183,7 @@ def _usage(prompt: int, completion: int) -> Any:
     }
 
 
-@pytest.mark.parametrize("fmt", ["text", "tool_calls"])
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(("variant", "fmt"), MATRIX)
 def test_a_tool_past_its_limit_does_not_run_and_other_tools_do(
     variant: str, fmt: str, run: Runner
 ) -> None:
@@ -219,7 +219,7 @@ def test_a_tool_past_its_limit_does_not_run_and_other_tools_do(
         assert any(str(m.content) == f"Observation: {refused}" for m in seen)
 
 
-@pytest.mark.parametrize("fmt", ["text", "tool_calls"])
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_at_80_percent_the_next_observation_says_so_once(fmt: str, run: Runner) -> None:
     model = fake_model(*[step("echo", f"s{i}", fmt) for i in range(12)], fixed_usage=USAGE)
     graph = graph_of(
@@ -486,7 +486,7 @@ def test_time_spent_while_a_reply_is_read_keeps_the_reply_and_runs_nothing() -> 
     assert out["usage"]["tool_calls"] == {}
 
 
-@pytest.mark.parametrize("fmt", ["text", "tool_calls"])
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_the_time_budget_bounds_a_model_call(fmt: str, run: Runner) -> None:
     """A model call is cut at the time left (the scripted model would take 5 s), and the run
     ends budget_exhausted on max_run_seconds, the call's prompt counted (it was sent), with no
@@ -531,8 +531,7 @@ def chat_view(out: dict[str, Any]) -> list[tuple[str, str]]:
     return shown
 
 
-@pytest.mark.parametrize("fmt", ["text", "tool_calls"])
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(("variant", "fmt"), MATRIX)
 def test_calls_a_dying_process_sent_are_counted_when_the_step_runs_again(
     variant: str, fmt: str
 ) -> None:
@@ -731,8 +730,7 @@ def test_at_most_keeps_the_smaller_budget() -> None:
     assert at_most({"a": 2}, {"a": 0}) == {"a": 0}
 
 
-@pytest.mark.parametrize("fmt", ["text", "tool_calls"])
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(("variant", "fmt"), MATRIX)
 def test_the_chat_shows_the_warning_the_last_action_and_which_budget_stopped_the_run(
     variant: str, fmt: str, run: Runner
 ) -> None:

@@ -10,21 +10,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.tools import BaseTool, StructuredTool, Tool
+from langchain_core.tools import StructuredTool, Tool
 from pydantic import BaseModel, ConfigDict
 
 from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.vocabulary import prompts
 from reactgraph.scripted import DEMO_REPLIES
 from reactgraph.tools.loading import load_tools, tools_address, tools_from_env
-from tests.fakes import FakeOpenAIServer, Runner, action, answer, classic_seed_tools, fake_model
+from tests.fakes import (
+    SEED_TOOL_CALLS,
+    FakeOpenAIServer,
+    Runner,
+    action,
+    answer,
+    classic_seed_tools,
+    fake_model,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED_CALLS = [
-    ("search", "Eiffel Tower"),
-    ("search", "Golden Gate Bridge"),
-    ("calculator", "1937-1889"),
-]
 CLASSIC = ("--tools", "tests.fakes:classic_seed_tools", "--no-default-tools")
 
 
@@ -35,7 +38,7 @@ def test_the_seed_scenario_with_classic_tools(variant: str, run: Runner) -> None
     graph = build_graph(variant, model=model, tools=classic_seed_tools(log))
     out = run(graph, {"question": "How many years apart?"}, {"configurable": {"thread_id": "t"}})
     assert len(model.calls) == 4
-    assert log == SEED_CALLS
+    assert log == SEED_TOOL_CALLS
     assert out["answer"] == "48" and out["status"] == "answered"
     observations = [t["observation"] for t in out["turns"][:3]]
     assert "1889" in observations[0] and "1937" in observations[1]
@@ -52,27 +55,29 @@ class OpaqueArgs(BaseModel):
 
 
 def called_then_search(
-    run: Runner, variant: str, tool: BaseTool, log: list[tuple[str, str]]
-) -> tuple[dict[str, Any], Any]:
-    """A run of ``variant`` whose model calls ``tool`` (with "x"), then the seed's search (its
-    calls in ``log``), then answers: the run's output and the model."""
-    model = fake_model(action(tool.name, "x"), action("search", "Eiffel Tower"), answer("done"))
+    run: Runner, variant: str, name: str, description: str, args_schema: Any
+) -> tuple[dict[str, Any], Any, list[tuple[str, str]]]:
+    """A run of ``variant`` whose model calls a tool ``name`` of this schema (with "x"), then the
+    seed's search, then answers: the run's output, the model, and the calls either tool ran."""
+    log: list[tuple[str, str]] = []
+    tool = StructuredTool(
+        name=name,
+        description=description,
+        args_schema=args_schema,
+        func=lambda **kwargs: log.append((name, str(kwargs))),
+    )
+    model = fake_model(action(name, "x"), action("search", "Eiffel Tower"), answer("done"))
     graph = build_graph(variant, model=model, tools=[tool, *classic_seed_tools(log)])
-    return run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t1"}}), model
+    return run(graph, {"question": "Q?"}, {"configurable": {"thread_id": "t1"}}), model, log
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_a_tool_the_loop_cannot_call_is_one_observation_and_nothing_else_breaks(
     variant: str, run: Runner
 ) -> None:
-    log: list[tuple[str, str]] = []
-    opaque = StructuredTool(
-        name="opaque",
-        description="Takes a Python object.",
-        args_schema=OpaqueArgs,
-        func=lambda thing: log.append(("opaque", thing)),
+    out, model, log = called_then_search(
+        run, variant, "opaque", "Takes a Python object.", OpaqueArgs
     )
-    out, model = called_then_search(run, variant, opaque, log)
     first, second = out["turns"][0]["observation"], out["turns"][1]["observation"]
     assert first == prompts.TOOL_UNCALLABLE.format(
         name="opaque",
@@ -90,14 +95,8 @@ def test_a_tool_the_loop_cannot_call_is_one_observation_and_nothing_else_breaks(
 def test_a_json_schema_whose_properties_are_not_an_object_is_one_observation(
     properties: Any, run: Runner
 ) -> None:
-    log: list[tuple[str, str]] = []
-    broken = StructuredTool(
-        name="broken",
-        description="Its schema is broken.",
-        args_schema={"type": "object", "properties": properties},
-        func=lambda **kwargs: log.append(("broken", str(kwargs))),
-    )
-    out, _ = called_then_search(run, "transcript", broken, log)
+    schema = {"type": "object", "properties": properties}
+    out, _, log = called_then_search(run, "transcript", "broken", "Its schema is broken.", schema)
     first = out["turns"][0]["observation"]
     assert (
         first.startswith("Error: broken cannot be called from an Action")

@@ -20,6 +20,7 @@ from reactgraph.nodes.vocabulary.run_settings import RunSettings
 from reactgraph.tools import calculator, search_tools
 from reactgraph.variants import REGISTRY, VARIANTS
 from tests.fakes import (
+    CONFIG,
     FakeOpenAIServer,
     Fault,
     Runner,
@@ -30,7 +31,6 @@ from tests.fakes import (
 )
 from tests.gbnf_reader import to_regex
 
-CONFIG = {"configurable": {"thread_id": "t1"}}
 GBNF = {"constrained_decoding": "gbnf"}
 REJECTED = "Unrecognized request argument supplied: grammar"
 

@@ -24,7 +24,7 @@ from tests.fakes import (
     scripted_recipe,
 )
 from tests.test_cli import cli
-from tests.test_eval_run import HOTPOT
+from tests.test_eval_run import HOTPOT, hotpot_eval
 
 ARMS = ["transcript", "transcript:tool_calls", "prebuilt"]
 
@@ -105,20 +105,7 @@ def test_eval_runs_both_formats_and_the_prebuilt_agent_on_the_same_server(
 ) -> None:
     openai_server.responder = colour_call_responder
     out = tmp_path / "eval"
-    run = cli(
-        "eval",
-        str(HOTPOT),
-        "--format",
-        "hotpotqa",
-        "--variants",
-        ",".join(ARMS),
-        "--workers",
-        "1",
-        "--base-url",
-        openai_server.url,
-        "--out",
-        str(out),
-    )
+    run = cli(*hotpot_eval(openai_server, ",".join(ARMS), out, "--workers", "1"))
     assert run.returncode == 0, run.stderr
     lines = read_results(out)
     assert sorted((line["variant"], line["em"]) for line in lines) == sorted(

@@ -13,16 +13,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from reactgraph.app.eval.inputs import (
-    BUNDLED_QUESTIONS,
-    Item,
-    Problem,
-    bundled_questions,
-    id_text,
-    read_hotpotqa,
-    read_jsonl,
-    read_questions,
-)
+from reactgraph.app.eval import inputs
 from reactgraph.app.eval.score import normalize_answer
 from reactgraph.tools import LocalCorpus, calculator
 
@@ -53,65 +44,54 @@ def test_good_lines_become_items(tmp_path: Path) -> None:
         '{"question": "  Who?  ", "answer": ["Gustave Eiffel", "Eiffel"], "extra": 1}',
         '{"id": 7, "question": "Q", "answer": "Ans"}',
     )
-    items, problems = read_jsonl(path)
+    items, problems = inputs.read_jsonl(path)
     assert problems == []
     assert items == [
-        Item("q1", "When?", ("1889",)),
-        Item("line-3", "Who?", ("Gustave Eiffel", "Eiffel")),
-        Item("7", "Q", ("Ans",)),
+        inputs.Item("q1", "When?", ("1889",)),
+        inputs.Item("line-3", "Who?", ("Gustave Eiffel", "Eiffel")),
+        inputs.Item("7", "Q", ("Ans",)),
     ]
     assert items[0].pages is None
-    assert hash(items[1]) == hash(Item("line-3", "Who?", ("Gustave Eiffel", "Eiffel")))
+    assert hash(items[1]) == hash(inputs.Item("line-3", "Who?", ("Gustave Eiffel", "Eiffel")))
+
+
+# Each line, and the id it gets: as given, yet never another line's.
+IDS = [
+    ('{"id": 5, "question": "int five", "answer": "ans"}', "5"),
+    ('{"id": "5", "question": "string five", "answer": "ans"}', '"5"'),
+    ('{"id": 5.0, "question": "float five", "answer": "ans"}', "5.0"),
+    ('{"id": "line-5", "question": "looks generated", "answer": "ans"}', '"line-5"'),
+    ('{"question": "really line 5", "answer": "ans"}', "line-5"),
+    ('{"id": "b01", "question": "plain", "answer": "ans"}', "b01"),
+    ('{"id": "true", "question": "a literal as a string", "answer": "ans"}', '"true"'),
+    ('{"id": "\\"5\\"", "question": "quotes in the id", "answer": "ans"}', '"\\"5\\""'),
+    ('{"id": "line-8", "question": "explicit line-8 comes first", "answer": "ans"}', '"line-8"'),
+    ('{"question": "the id-less line 10", "answer": "ans"}', "line-10"),
+]
 
 
 def test_ids_are_kept_as_given_and_never_collide(tmp_path: Path) -> None:
-    path = write_lines(
-        tmp_path / "q.jsonl",
-        '{"id": 5, "question": "int five", "answer": "ans"}',
-        '{"id": "5", "question": "string five", "answer": "ans"}',
-        '{"id": 5.0, "question": "float five", "answer": "ans"}',
-        '{"id": "line-5", "question": "looks generated", "answer": "ans"}',
-        '{"question": "really line 5", "answer": "ans"}',
-        '{"id": "b01", "question": "plain", "answer": "ans"}',
-        '{"id": "true", "question": "a literal as a string", "answer": "ans"}',
-        '{"id": "\\"5\\"", "question": "quotes in the id", "answer": "ans"}',
-        '{"id": "line-8", "question": "explicit line-8 comes first", "answer": "ans"}',
-        '{"question": "the id-less line 10", "answer": "ans"}',
-    )
-    items, problems = read_jsonl(path)
+    path = write_lines(tmp_path / "q.jsonl", *(line for line, _ in IDS))
+    items, problems = inputs.read_jsonl(path)
     assert problems == []
     ids = [item.id for item in items]
-    assert ids == [
-        "5",
-        '"5"',
-        "5.0",
-        '"line-5"',
-        "line-5",
-        "b01",
-        '"true"',
-        '"\\"5\\""',
-        '"line-8"',
-        "line-10",
-    ]
+    assert ids == [given for _, given in IDS]
     assert len(set(ids)) == len(ids)
 
 
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (5, "5"),
-        ("5", '"5"'),
-        (-1.5, "-1.5"),
-        ("null", '"null"'),
-        ("abc", "abc"),
-        ("line-3", '"line-3"'),
-        ("line-x", "line-x"),
-        ("ünï", "ünï"),
-        ("[1]", '"[1]"'),
-    ],
-)
-def test_id_text(value: Any, text: str) -> None:
-    assert id_text(value) == text
+@pytest.mark.parametrize(("value", "text"), [(5, "5"), (-1.5, "-1.5")])
+def test_a_number_id_is_its_json_text(value: float, text: str) -> None:
+    assert inputs.id_text(value) == text
+
+
+@pytest.mark.parametrize("value", ["5", "null", "line-3", "[1]"])
+def test_a_string_id_that_reads_as_json_or_as_a_generated_one_is_quoted(value: str) -> None:
+    assert inputs.id_text(value) == f'"{value}"'
+
+
+@pytest.mark.parametrize("value", ["abc", "line-x", "ünï"])
+def test_any_other_string_id_is_kept_as_it_is(value: str) -> None:
+    assert inputs.id_text(value) == value
 
 
 def test_bad_lines_are_reported_with_their_number_and_skipped(tmp_path: Path) -> None:
@@ -136,7 +116,7 @@ def test_bad_lines_are_reported_with_their_number_and_skipped(tmp_path: Path) ->
         "[" * 100_000 + "]" * 100_000,
         '{"id": "ok2", "question": "Q2", "answer": "A2"}',
     )
-    items, problems = read_jsonl(path)
+    items, problems = inputs.read_jsonl(path)
     assert [item.id for item in items] == ["ok1", "ok2"]
     reasons = {problem.number: problem.reason for problem in problems}
     assert sorted(reasons) == list(range(2, 18))
@@ -169,7 +149,7 @@ def test_a_bom_and_crlf_line_ends_are_fine(tmp_path: Path) -> None:
     path.write_bytes(
         b'\xef\xbb\xbf{"question": "Q", "answer": "Ans"}\r\n{"question": "R", "answer": "B"}'
     )
-    items, problems = read_jsonl(path)
+    items, problems = inputs.read_jsonl(path)
     assert problems == [] and [item.question for item in items] == ["Q", "R"]
 
 
@@ -179,22 +159,22 @@ def test_a_huge_line_is_skipped_in_bounded_memory(tmp_path: Path) -> None:
         out.write(b'{"question": "first", "answer": "Ans"}\n')
         out.write(b'{"question": "' + b"x" * 8_000_000 + b'", "answer": "Ans"}\n')
         out.write(b'{"question": "last", "answer": "Ans"}')  # no final newline
-    (items, problems), peak = traced_peak(lambda: read_jsonl(path, max_line_bytes=100_000))
+    (items, problems), peak = traced_peak(lambda: inputs.read_jsonl(path, max_line_bytes=100_000))
     assert [item.question for item in items] == ["first", "last"]
-    assert problems == [Problem(2, "longer than 100,000 bytes")]
+    assert problems == [inputs.Problem(2, "longer than 100,000 bytes")]
     assert peak < 2_000_000
 
 
 def test_the_line_limit_is_exact(tmp_path: Path) -> None:
     line = '{"question": "Q", "answer": "Ans"}'
     path = write_lines(tmp_path / "q.jsonl", line, line.replace("Q", "QQ"))
-    items, problems = read_jsonl(path, max_line_bytes=len(line))
+    items, problems = inputs.read_jsonl(path, max_line_bytes=len(line))
     assert [item.question for item in items] == ["Q"] and [p.number for p in problems] == [2]
 
 
 def test_an_unreadable_file_raises_one_line(tmp_path: Path) -> None:
     for path in (tmp_path / "missing.jsonl", tmp_path):
-        for read in (read_jsonl, read_hotpotqa):
+        for read in (inputs.read_jsonl, inputs.read_hotpotqa):
             with pytest.raises(ValueError, match=r"^cannot read .*: [^\n]+$"):
                 read(path)
     locked = write_lines(tmp_path / "locked.jsonl", '{"question": "Q", "answer": "Ans"}')
@@ -202,11 +182,11 @@ def test_an_unreadable_file_raises_one_line(tmp_path: Path) -> None:
     try:
         if not os.access(locked, os.R_OK):  # root reads anything
             with pytest.raises(ValueError, match="cannot read"):
-                read_jsonl(locked)
+                inputs.read_jsonl(locked)
     finally:
         locked.chmod(0o644)
     with pytest.raises(ValueError, match="unknown question format"):
-        read_questions(locked, "csv")  # type: ignore[arg-type]
+        inputs.read_questions(locked, "csv")  # type: ignore[arg-type]
 
 
 def hotpot_entry(key: str, question: str, answer: Any, titles: list[str]) -> dict[str, Any]:
@@ -238,7 +218,7 @@ def test_hotpotqa_entries_bring_their_own_pages(tmp_path: Path) -> None:
     ]
     path = tmp_path / "hotpot_dev_distractor_v1.json"
     path.write_text(json.dumps(entries), encoding="utf-8")
-    items, problems = read_questions(path, "hotpotqa")
+    items, problems = inputs.read_questions(path, "hotpotqa")
     assert [item.id for item in items] == ["5a8b", "ok"]
     first = items[0]
     assert (first.question, first.gold) == ("Which?", ("yes",))
@@ -260,7 +240,7 @@ def test_a_file_that_is_not_a_hotpotqa_list_raises(tmp_path: Path) -> None:
     ]:
         bad.write_bytes(content)
         with pytest.raises(ValueError, match=message):
-            read_hotpotqa(bad)
+            inputs.read_hotpotqa(bad)
 
 
 # The bundled question set.
@@ -269,7 +249,7 @@ CORPUS = LocalCorpus()
 
 
 def bundled_lines() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in BUNDLED_QUESTIONS.read_text("utf-8").splitlines()]
+    return [json.loads(line) for line in inputs.BUNDLED_QUESTIONS.read_text("utf-8").splitlines()]
 
 
 def page_text(title: str) -> str:
@@ -277,7 +257,7 @@ def page_text(title: str) -> str:
 
 
 def test_the_bundled_set_reads_cleanly_with_stable_ids() -> None:
-    items = bundled_questions()
+    items = inputs.bundled_questions()
     assert len(items) >= 30
     assert [item.id for item in items] == [f"b{n:02d}" for n in range(1, len(items) + 1)]
     assert all(item.pages is None for item in items)

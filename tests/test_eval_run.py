@@ -28,6 +28,24 @@ ROOT = Path(__file__).resolve().parents[1]
 HOTPOT = ROOT / "tests" / "data" / "hotpot_mini.json"
 
 
+def hotpot_eval(server: FakeOpenAIServer, variants: str, out: Path, *more: str) -> list[str]:
+    """The arguments of ``reactgraph eval`` over the HotpotQA sample with these variants, on the
+    test server, writing to ``out``; ``more`` after them."""
+    return [
+        "eval",
+        str(HOTPOT),
+        "--format",
+        "hotpotqa",
+        "--variants",
+        variants,
+        "--base-url",
+        server.url,
+        "--out",
+        str(out),
+        *more,
+    ]
+
+
 def test_hotpotqa_questions_search_only_their_own_paragraphs(tmp_path: Path) -> None:
     items, problems = read_hotpotqa(HOTPOT)
     assert len(items) == 3 and len(problems) == 1
@@ -63,24 +81,8 @@ def test_over_the_local_server_with_workers(
         [type("M", (), {"content": m["content"]})() for m in body["messages"]]  # type: ignore[misc]
     )
     out = tmp_path / "eval"
-    run = cli(
-        "eval",
-        str(HOTPOT),
-        "--format",
-        "hotpotqa",
-        "--variants",
-        "transcript,notes_compaction",
-        "--workers",
-        "2",
-        "--base-url",
-        openai_server.url,
-        "--model",
-        "test-model",
-        "--context-window",
-        "32000",
-        "--out",
-        str(out),
-    )
+    settings = ("--workers", "2", "--model", "test-model", "--context-window", "32000")
+    run = cli(*hotpot_eval(openai_server, "transcript,notes_compaction", out, *settings))
     assert run.returncode == 0, run.stderr
     assert "hotpot_mini.json: index 3" in run.stderr  # the broken entry, as a warning
     lines = read_results(out)
@@ -107,22 +109,9 @@ def test_an_interrupted_eval_resumes_without_running_a_pair_twice(
         [type("M", (), {"content": m["content"]})() for m in body["messages"]]  # type: ignore[misc]
     )
     out = tmp_path / "eval"
-    args = [
-        "eval",
-        str(HOTPOT),
-        "--format",
-        "hotpotqa",
-        "--variants",
-        "transcript,notes",
-        "--workers",
-        "1",
-        "--concurrency",
-        "1",
-        "--base-url",
-        openai_server.url,
-        "--out",
-        str(out),
-    ]
+    args = hotpot_eval(
+        openai_server, "transcript,notes", out, "--workers", "1", "--concurrency", "1"
+    )
     first = popen(*args)
     deadline = time.time() + 60
     while len(read_results(out)) < 2 and time.time() < deadline:

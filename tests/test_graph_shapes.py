@@ -10,111 +10,49 @@ import pytest
 from reactgraph import VARIANTS, build_graph
 from tests.fakes import fake_model
 
-# A run budget may end the run after any node but the model call and start_run.
+
+def shape(notes: bool, compaction: bool) -> tuple[set[str], set[tuple[str, str]]]:
+    """A variant's nodes and conditional exits. Every variant has the loop (start_run, call_model,
+    parse_reply, approve_action, run_tool). Compaction puts compact_history before every model
+    call. The notes variants load the notes and update them, and end a run that must stop at
+    stop_run (the others at force_answer). A run budget may end the run after any node but the
+    model call and start_run."""
+    enter = "compact_history" if compaction else "call_model"  # the way to the next model call
+    stop = "stop_run" if notes else "force_answer"
+    nodes = {"start_run", "call_model", "parse_reply", "approve_action", "run_tool", stop}
+    exits = {
+        ("parse_reply", "__end__"),
+        ("parse_reply", "approve_action"),
+        ("parse_reply", "run_tool"),
+        ("approve_action", "run_tool"),
+        ("approve_action", enter),
+        ("approve_action", stop),
+        ("approve_action", "__end__"),
+        ("run_tool", enter),
+        ("run_tool", stop),
+        ("run_tool", "__end__"),
+    }
+    if compaction:
+        nodes.add("compact_history")
+        exits |= {("compact_history", "call_model"), ("compact_history", "__end__")}
+    if notes:
+        nodes |= {"load_notes", "update_notes"}
+        exits |= {
+            ("parse_reply", "update_notes"),
+            ("update_notes", enter),
+            ("update_notes", stop),
+            ("update_notes", "__end__"),
+            ("load_notes", enter),
+            ("load_notes", "__end__"),
+        }
+    return nodes, exits
+
+
 SHAPES = {
-    "transcript": (
-        {"start_run", "call_model", "parse_reply", "approve_action", "run_tool", "force_answer"},
-        {
-            ("parse_reply", "__end__"),
-            ("parse_reply", "approve_action"),
-            ("approve_action", "run_tool"),
-            ("approve_action", "call_model"),
-            ("approve_action", "force_answer"),
-            ("parse_reply", "run_tool"),
-            ("run_tool", "call_model"),
-            ("run_tool", "force_answer"),
-            ("approve_action", "__end__"),
-            ("run_tool", "__end__"),
-        },
-    ),
-    "notes": (
-        {
-            "start_run",
-            "load_notes",
-            "call_model",
-            "parse_reply",
-            "approve_action",
-            "run_tool",
-            "update_notes",
-            "stop_run",
-        },
-        {
-            ("parse_reply", "__end__"),
-            ("parse_reply", "approve_action"),
-            ("approve_action", "run_tool"),
-            ("approve_action", "call_model"),
-            ("approve_action", "stop_run"),
-            ("parse_reply", "run_tool"),
-            ("parse_reply", "update_notes"),
-            ("run_tool", "call_model"),
-            ("run_tool", "stop_run"),
-            ("update_notes", "call_model"),
-            ("update_notes", "stop_run"),
-            ("approve_action", "__end__"),
-            ("run_tool", "__end__"),
-            ("update_notes", "__end__"),
-            ("load_notes", "call_model"),
-            ("load_notes", "__end__"),
-        },
-    ),
-    "compaction": (
-        {
-            "start_run",
-            "compact_history",
-            "call_model",
-            "parse_reply",
-            "approve_action",
-            "run_tool",
-            "force_answer",
-        },
-        {
-            ("compact_history", "__end__"),
-            ("compact_history", "call_model"),
-            ("parse_reply", "__end__"),
-            ("parse_reply", "approve_action"),
-            ("approve_action", "run_tool"),
-            ("approve_action", "compact_history"),
-            ("approve_action", "force_answer"),
-            ("parse_reply", "run_tool"),
-            ("run_tool", "compact_history"),
-            ("run_tool", "force_answer"),
-            ("approve_action", "__end__"),
-            ("run_tool", "__end__"),
-        },
-    ),
-    "notes_compaction": (
-        {
-            "start_run",
-            "load_notes",
-            "compact_history",
-            "call_model",
-            "parse_reply",
-            "approve_action",
-            "run_tool",
-            "update_notes",
-            "stop_run",
-        },
-        {
-            ("compact_history", "__end__"),
-            ("compact_history", "call_model"),
-            ("parse_reply", "__end__"),
-            ("parse_reply", "approve_action"),
-            ("approve_action", "run_tool"),
-            ("approve_action", "compact_history"),
-            ("approve_action", "stop_run"),
-            ("parse_reply", "run_tool"),
-            ("parse_reply", "update_notes"),
-            ("run_tool", "compact_history"),
-            ("run_tool", "stop_run"),
-            ("update_notes", "compact_history"),
-            ("update_notes", "stop_run"),
-            ("approve_action", "__end__"),
-            ("run_tool", "__end__"),
-            ("update_notes", "__end__"),
-            ("load_notes", "compact_history"),
-            ("load_notes", "__end__"),
-        },
-    ),
+    "transcript": shape(notes=False, compaction=False),
+    "notes": shape(notes=True, compaction=False),
+    "compaction": shape(notes=False, compaction=True),
+    "notes_compaction": shape(notes=True, compaction=True),
 }
 
 

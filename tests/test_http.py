@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 from langchain_core.tools import tool
@@ -18,6 +19,7 @@ from reactgraph.nodes.calling.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY
 from reactgraph.tools import calculator, search_tools
 from tests.fakes import (
     SEED,
+    SEED_TOOL_CALLS,
     FakeOpenAIServer,
     Fault,
     Hang,
@@ -46,16 +48,21 @@ def seed_graph(server: FakeOpenAIServer, log: ToolLog, model: str = "gpt-4o-mini
     )
 
 
+def scripted_run(
+    server: FakeOpenAIServer, run: Runner, replies: list[Any], question: str = "q", **graph: Any
+) -> Any:
+    """The run of ``question`` on the seed graph (``graph``: its settings; its tool calls go
+    unrecorded), with the server scripted to give ``replies``: its output."""
+    server.script.extend(replies)
+    return run(seed_graph(server, ToolLog(), **graph), {"question": question})
+
+
 def test_seed_scenario_over_http(openai_server: FakeOpenAIServer, run: Runner) -> None:
     openai_server.script.extend(SEED)
     log = ToolLog()
     out = run(seed_graph(openai_server, log), {"question": "How many years?"})
     assert out["answer"] == "48" and out["status"] == "answered"
-    assert log.calls == [
-        ("search", "Eiffel Tower"),
-        ("search", "Golden Gate Bridge"),
-        ("calculator", "1937-1889"),
-    ]
+    assert log.calls == SEED_TOOL_CALLS
     assert len(openai_server.requests) == 4
     assert all(r["stream"] for r in openai_server.requests)
     assert openai_server.connections == 1  # each stream read to its end: its connection reused
@@ -91,10 +98,8 @@ def test_a_provider_that_ignores_stop_is_cut_on_our_side(
     openai_server: FakeOpenAIServer, run: Runner
 ) -> None:
     openai_server.honour_stop = False
-    openai_server.script.extend(
-        ["Action: calculator[2+2]\nObservation: 5\nFinal Answer: 5", "Final Answer: 4"]
-    )
-    out = run(seed_graph(openai_server, ToolLog()), {"question": "2+2?"})
+    replies = ["Action: calculator[2+2]\nObservation: 5\nFinal Answer: 5", "Final Answer: 4"]
+    out = scripted_run(openai_server, run, replies, "2+2?")
     assert out["turns"][0]["observation"] == "4" and out["answer"] == "4"
     assert "Observation: 5" in out["turns"][0]["reply"]
     assert "Observation: 5" not in str(openai_server.requests[1]["messages"])
@@ -104,8 +109,8 @@ def test_reasoning_models_are_called_without_stop(
     openai_server: FakeOpenAIServer, run: Runner
 ) -> None:
     openai_server.honour_stop = False
-    openai_server.script.extend(["Action: calculator[1+1]\nObservation: 3", "Final Answer: 2"])
-    out = run(seed_graph(openai_server, ToolLog(), model="o3-mini"), {"question": "1+1?"})
+    replies = ["Action: calculator[1+1]\nObservation: 3", "Final Answer: 2"]
+    out = scripted_run(openai_server, run, replies, "1+1?", model="o3-mini")
     assert all("stop" not in r for r in openai_server.requests)
     assert out["answer"] == "2" and out["turns"][0]["observation"] == "2"
 
@@ -114,8 +119,8 @@ def test_an_unknown_model_rejecting_stop_is_retried_without_it_and_remembered(
     openai_server: FakeOpenAIServer, run: Runner
 ) -> None:
     openai_server.reject_stop = True
-    openai_server.script.extend(["Action: calculator[1+1]", "Final Answer: 2"])
-    out = run(seed_graph(openai_server, ToolLog(), model="my-local-model"), {"question": "q"})
+    replies = ["Action: calculator[1+1]", "Final Answer: 2"]
+    out = scripted_run(openai_server, run, replies, model="my-local-model")
     assert out["answer"] == "2"
     assert ["stop" in r for r in openai_server.requests] == [True, False, False]
 
@@ -124,36 +129,31 @@ def test_think_blocks_are_removed_before_parsing(
     openai_server: FakeOpenAIServer, run: Runner
 ) -> None:
     openai_server.honour_stop = False
-    openai_server.script.extend(
-        [
-            "<think>The Observation: inside reasoning must not cut.</think>\n"
-            "Thought: add.\nAction: calculator[40+8]",
-            "<think>done</think>Final Answer: 48",
-        ]
-    )
-    out = run(seed_graph(openai_server, ToolLog()), {"question": "q"})
+    replies = [
+        "<think>The Observation: inside reasoning must not cut.</think>\n"
+        "Thought: add.\nAction: calculator[40+8]",
+        "<think>done</think>Final Answer: 48",
+    ]
+    out = scripted_run(openai_server, run, replies)
     assert out["turns"][0]["observation"] == "48" and out["answer"] == "48"
 
 
 def test_429_and_5xx_are_retried_honouring_retry_after(
     openai_server: FakeOpenAIServer, run: Runner
 ) -> None:
-    openai_server.script.extend(
-        [
-            Fault(429, "slow down", {"Retry-After": "0.3"}),
-            Fault(503, "overloaded", {"Retry-After": "0"}),
-            "Final Answer: ok",
-        ]
-    )
+    replies = [
+        Fault(429, "slow down", {"Retry-After": "0.3"}),
+        Fault(503, "overloaded", {"Retry-After": "0"}),
+        "Final Answer: ok",
+    ]
     started = time.perf_counter()
-    out = run(seed_graph(openai_server, ToolLog()), {"question": "q"})
+    out = scripted_run(openai_server, run, replies)
     assert out["answer"] == "ok" and len(openai_server.requests) == 3
     assert time.perf_counter() - started >= 0.3
 
 
 def test_a_request_timeout_is_retried(openai_server: FakeOpenAIServer, run: Runner) -> None:
-    openai_server.script.extend([Hang(3.0), "Final Answer: ok"])
-    out = run(seed_graph(openai_server, ToolLog(), timeout=0.5), {"question": "q"})
+    out = scripted_run(openai_server, run, [Hang(3.0), "Final Answer: ok"], timeout=0.5)
     assert out["answer"] == "ok" and len(openai_server.requests) == 2
 
 

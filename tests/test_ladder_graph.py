@@ -71,12 +71,17 @@ SMALL = {
 }
 
 
+def year_then_48(action_format: str) -> list[Any]:
+    """The next rung's replies: it looks the year up (``echo[year]``), then answers 48."""
+    return [step(action_format, "year"), final(action_format, "48")]
+
+
 @pytest.mark.parametrize("why", sorted(SMALL))
 @pytest.mark.parametrize(("variant", "action_format"), MATRIX)
 def test_the_next_rung_answers_and_the_small_model_is_not_called_again(
     variant: str, action_format: str, why: str, run: Runner
 ) -> None:
-    big = [step(action_format, "year"), final(action_format, "48")]
+    big = year_then_48(action_format)
     graph, small, (rung,), _ = make(variant, action_format, SMALL[why](action_format), big)
     out = run(graph, {"question": "How many years?"})
     assert out["status"] == "answered" and out["answer"] == "48"
@@ -110,7 +115,7 @@ def test_the_next_rung_answers_and_the_small_model_is_not_called_again(
 
 @pytest.mark.parametrize("action_format", FORMATS)
 def test_the_corrective_observations_go_up_with_the_run(action_format: str, run: Runner) -> None:
-    small = [unusable(action_format), unusable(action_format)]
+    small = SMALL["unusable"](action_format)
     graph, _, (rung,), _ = make("transcript", action_format, small, [final(action_format, "48")])
     out = run(graph, {"question": "How many years?"})
     assert out["answer"] == "48"
@@ -196,12 +201,11 @@ def test_without_escalate_to_nothing_changes(variant: str, action_format: str, r
 def test_an_approval_wait_after_moving_up_resumes_on_the_rung_reached(
     variant: str, action_format: str, run: Runner
 ) -> None:
-    big = [step(action_format, "year"), final(action_format, "48")]
     graph, small, (rung,), log = make(
         variant,
         action_format,
-        [unusable(action_format)] * 2,
-        big,
+        SMALL["unusable"](action_format),
+        year_then_48(action_format),
         approve=["echo"],
         checkpointer=InMemorySaver(),
     )

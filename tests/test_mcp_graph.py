@@ -95,11 +95,23 @@ def observations(out: dict[str, Any]) -> list[str | None]:
     return [turn["observation"] for turn in out["turns"]]
 
 
-def run_past_a_slow_call(agent: ReactGraph, run: Runner) -> dict[str, Any]:
-    """The run of a graph whose first action is ``slow[120]``: it ends, answered, far below the
-    120 s the call would take, its first turn cut at the tool timeout."""
+def ran(
+    run: Runner, tools: dict[str, BaseTool], *replies: str, **settings: Any
+) -> tuple[dict[str, Any], FakeChatModel]:
+    """The run of ``graph(tools, *replies, **settings)`` on a question: its output, and the
+    model (its prompts)."""
+    agent, model = graph(tools, *replies, **settings)
+    return run(agent, {"question": "q"}), model
+
+
+def run_past_a_slow_call(
+    run: Runner, tools: dict[str, BaseTool], *replies: str, **settings: Any
+) -> dict[str, Any]:
+    """The run of a graph whose first action is ``slow[120]``, its model's replies after it
+    ``replies``: it ends, answered, far below the 120 s the call would take, its first turn cut
+    at the tool timeout."""
     started = time.perf_counter()
-    out = run(agent, {"question": "q"})
+    out, _ = ran(run, tools, action("slow", "120"), *replies, **settings)
     assert time.perf_counter() - started < 60
     assert out["turns"][0]["tool_latency_s"] < 60
     assert out["status"] == "answered"
@@ -109,10 +121,9 @@ def run_past_a_slow_call(agent: ReactGraph, run: Runner) -> dict[str, Any]:
 def test_one_and_multi_argument_tools_answer_with_their_text(
     toolset: dict[str, BaseTool], run: Runner
 ) -> None:
-    agent, model = graph(
-        toolset, action("shout", "hello"), action("add", '{"a": 2, "b": 3}'), answer("HELLO 5")
+    out, model = ran(
+        run, toolset, action("shout", "hello"), action("add", '{"a": 2, "b": 3}'), answer("HELLO 5")
     )
-    out = run(agent, {"question": "q"})
     assert (out["status"], out["answer"]) == ("answered", "HELLO 5")
     assert observations(out) == ["HELLO", "5", None]
     assert "Observation: HELLO" in model.prompts[1] and "Observation: 5" in model.prompts[2]
@@ -121,7 +132,8 @@ def test_one_and_multi_argument_tools_answer_with_their_text(
 def test_bad_input_gets_a_correction_and_server_errors_are_read(
     cheap_toolset: dict[str, BaseTool], run: Runner
 ) -> None:
-    agent, _ = graph(
+    out, _ = ran(
+        run,
         cheap_toolset,
         action("add", "2, 3"),
         action("add", '{"a": "x", "b": 3}'),  # well-formed, but the server refuses it
@@ -129,7 +141,6 @@ def test_bad_input_gets_a_correction_and_server_errors_are_read(
         action("add", '{"a": 2, "b": 3}'),
         answer("5"),
     )
-    out = run(agent, {"question": "q"})
     assert (out["status"], out["answer"]) == ("answered", "5")
     bad, invalid, failed, good, _ = observations(out)
     assert bad == prompts.TOOL_BAD_INPUT.format(
@@ -144,14 +155,13 @@ def test_bad_input_gets_a_correction_and_server_errors_are_read(
 def test_the_tool_timeout_holds_and_the_run_goes_on(
     cheap_toolset: dict[str, BaseTool], run: Runner
 ) -> None:
-    agent, _ = graph(
+    out = run_past_a_slow_call(
+        run,
         cheap_toolset,
-        action("slow", "120"),
         action("add", '{"a": 1, "b": 1}'),  # the server and the session still serve
         answer("ok"),
         tool_timeout=1,
     )
-    out = run_past_a_slow_call(agent, run)
     assert observations(out) == [prompts.TOOL_TIMEOUT.format(name="slow", seconds=1), "2", None]
 
 
@@ -163,8 +173,7 @@ def test_the_tool_timeout_holds_for_a_call_that_starts_its_stdio_server(
     cancelled and the loop's shutdown waits for the SDK to stop the server (up to 2 s); under
     ``invoke`` it is abandoned on its worker thread and ends at call_timeout. Either way the
     server goes (``per_call_stdio`` checks at the end of the module)."""
-    agent, _ = graph(per_call_stdio, action("slow", "120"), answer("ok"), tool_timeout=2)
-    out = run_past_a_slow_call(agent, run)
+    out = run_past_a_slow_call(run, per_call_stdio, answer("ok"), tool_timeout=2)
     assert observations(out) == [prompts.TOOL_TIMEOUT.format(name="slow", seconds=2), None]
 
 
@@ -177,8 +186,7 @@ def test_a_stdio_server_dying_mid_run_is_one_line_and_the_run_goes_on(
     replies = [action("die", "")]
     if style == "kept_stdio":
         replies.append(action("add", '{"a": 1, "b": 1}'))
-    agent, _ = graph(request.getfixturevalue(style), *replies, answer("ok"))
-    out = run(agent, {"question": "q"})
+    out, _ = ran(run, request.getfixturevalue(style), *replies, answer("ok"))
     died, *rest = observations(out)
     assert died is not None and "\n" not in died
     assert died.startswith("Error: die failed: MCP server 'local' (")
@@ -203,14 +211,14 @@ def test_an_http_server_dying_mid_run_times_out_then_says_it_is_gone(
     call still says at once that the server cannot be reached. (A per-call tool keeps nothing
     between calls: test_mcp_tools.py covers its server dying.)"""
     with MCPSessions({"web": mortal_http.connection()}, call_timeout=2) as tools:
-        agent, _ = graph(
+        out, _ = ran(
+            run,
             by_name(tools),
             action("die", ""),
             action("add", '{"a": 1, "b": 1}'),
             answer("ok"),
             tool_timeout=1,
         )
-        out = run(agent, {"question": "q"})
     died, gone, _ = observations(out)
     assert died == prompts.TOOL_TIMEOUT.format(name="die", seconds=1)
     assert gone == (

@@ -17,16 +17,8 @@ pytest.importorskip("langchain_mcp_adapters")
 pytest.importorskip("mcp")
 
 from reactgraph.tools.mcp import MCPSessions, aload_mcp_tools, load_mcp_tools
-from tests.mcp_servers import (
-    HAS_PROC,
-    NAMES,
-    HttpServer,
-    free_port,
-    stdio,
-    wait_gone,
-)
-
-needs_proc = pytest.mark.skipif(not HAS_PROC, reason="needs /proc")
+from tests.mcp_servers import NAMES, HttpServer, free_port, stdio, wait_gone
+from tests.test_mcp_sessions import needs_proc
 
 
 def test_loading_from_a_file_in_either_layout(tmp_path: Path, http_server: HttpServer) -> None:

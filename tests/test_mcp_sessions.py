@@ -26,6 +26,7 @@ from tests.mcp_servers import (
     wait_gone,
 )
 
+# The tests that count server processes read them from /proc (the MCP test modules share it).
 needs_proc = pytest.mark.skipif(not HAS_PROC, reason="needs /proc")
 
 

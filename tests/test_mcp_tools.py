@@ -19,17 +19,8 @@ from langchain_core.messages import ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
 
 from reactgraph.tools.mcp import MCPTool, load_mcp_tools
-from tests.mcp_servers import (
-    ADD_SCHEMA,
-    HAS_PROC,
-    NAMES,
-    HttpServer,
-    stdio,
-    text_of,
-    wait_gone,
-)
-
-needs_proc = pytest.mark.skipif(not HAS_PROC, reason="needs /proc")
+from tests.mcp_servers import ADD_SCHEMA, NAMES, HttpServer, stdio, text_of, wait_gone
+from tests.test_mcp_sessions import needs_proc
 
 
 def by_name(tools: list[Any]) -> dict[str, Any]:

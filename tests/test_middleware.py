@@ -5,6 +5,7 @@ what is refused when the graph is built; and every guarantee of a call made thro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from langchain.agents.middleware import (
     hook_config,
 )
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -58,8 +59,31 @@ def down(messages: Any) -> Any:
     raise ValueError("the primary model is down")
 
 
+def recording_calculator() -> tuple[BaseTool, list[str]]:
+    """A calculator that answers 48 to anything, and the expressions it was given."""
+    ran: list[str] = []
+
+    @tool
+    def calculator(expression: str) -> str:
+        """Compute an expression."""
+        ran.append(expression)
+        return "48"
+
+    return calculator, ran
+
+
+def also_async(hook: Callable[[Any, Any, Any], None]) -> Callable[[Any, Any, Any], Any]:
+    """The async form of a state hook, doing the same."""
+
+    async def ahook(self: Any, state: Any, runtime: Any) -> None:
+        hook(self, state, runtime)
+
+    return ahook
+
+
 class Recorder(AgentMiddleware):
-    """A user's middleware with every hook, recording each call in ``log``."""
+    """A user's middleware with every hook, sync and async, recording each call in ``log``: the
+    same record under ``invoke`` and ``ainvoke``."""
 
     def __init__(self, label: str, log: list[str]) -> None:
         self.label, self.log = label, log
@@ -68,54 +92,51 @@ class Recorder(AgentMiddleware):
     def name(self) -> str:
         return f"Recorder{self.label}"
 
-    def before_agent(self, state: Any, runtime: Any) -> None:
-        self.log.append(f"{self.label}.before_agent")
+    def note(self, event: str) -> None:
+        self.log.append(f"{self.label}.{event}")
 
-    async def abefore_agent(self, state: Any, runtime: Any) -> None:
-        self.log.append(f"{self.label}.before_agent")
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        self.note("before_agent")
 
     def before_model(self, state: Any, runtime: Any) -> None:
-        self.log.append(f"{self.label}.before_model")
-
-    async def abefore_model(self, state: Any, runtime: Any) -> None:
-        self.log.append(f"{self.label}.before_model")
+        self.note("before_model")
 
     def after_model(self, state: Any, runtime: Any) -> None:
         assert state["reply"] is not None
-        self.log.append(f"{self.label}.after_model")
-
-    async def aafter_model(self, state: Any, runtime: Any) -> None:
-        self.log.append(f"{self.label}.after_model")
+        self.note("after_model")
 
     def after_agent(self, state: Any, runtime: Any) -> None:
-        self.log.append(f"{self.label}.after_agent:{state['status']}")
+        self.note(f"after_agent:{state['status']}")
 
-    async def aafter_agent(self, state: Any, runtime: Any) -> None:
-        self.log.append(f"{self.label}.after_agent:{state['status']}")
+    abefore_agent = also_async(before_agent)
+    abefore_model = also_async(before_model)
+    aafter_model = also_async(after_model)
+    aafter_agent = also_async(after_agent)
+
+    def around(self, call: str, request: Any, handler: Any) -> Any:
+        """The ``call`` (model or tool) through ``handler``, noted as it starts and ends."""
+        self.note(f"{call}>")
+        response = handler(request)
+        self.note(f"{call}<")
+        return response
+
+    async def aaround(self, call: str, request: Any, handler: Any) -> Any:
+        self.note(f"{call}>")
+        response = await handler(request)
+        self.note(f"{call}<")
+        return response
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        self.log.append(f"{self.label}.model>")
-        response = handler(request)
-        self.log.append(f"{self.label}.model<")
-        return response
+        return self.around("model", request, handler)
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        self.log.append(f"{self.label}.model>")
-        response = await handler(request)
-        self.log.append(f"{self.label}.model<")
-        return response
+        return await self.aaround("model", request, handler)
 
     def wrap_tool_call(self, request: Any, handler: Any) -> Any:
-        self.log.append(f"{self.label}.tool>")
-        message = handler(request)
-        self.log.append(f"{self.label}.tool<")
-        return message
+        return self.around("tool", request, handler)
 
     async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
-        self.log.append(f"{self.label}.tool>")
-        message = await handler(request)
-        self.log.append(f"{self.label}.tool<")
-        return message
+        return await self.aaround("tool", request, handler)
 
 
 class Reminder(AgentMiddleware):
@@ -178,11 +199,7 @@ def test_a_flaky_tool_is_retried_and_each_attempt_counts(
             raise ConnectionError("the index is busy")
         return "The Eiffel Tower was completed in 1889; the Golden Gate Bridge opened in 1937."
 
-    @tool
-    def calculator(expression: str) -> str:
-        """Compute an expression."""
-        return "48"
-
+    calculator, _ = recording_calculator()
     retry = ToolRetryMiddleware(max_retries=2, initial_delay=0, jitter=False)
     graph = graph_for(variant, fmt, fake_model(*script(fmt)), [retry], tools=[search, calculator])
     out = run(graph, {"question": DEMO_QUESTION})
@@ -197,14 +214,7 @@ def test_a_flaky_tool_is_retried_and_each_attempt_counts(
 def test_a_tool_blocked_by_a_middleware_message_never_runs(
     run: Runner, variant: str, fmt: str
 ) -> None:
-    ran: list[str] = []
-
-    @tool
-    def calculator(expression: str) -> str:
-        """Compute an expression."""
-        ran.append(expression)
-        return "48"
-
+    calculator, ran = recording_calculator()
     tools = [*[t for t in default_tools() if t.name != "calculator"], calculator]
     graph = graph_for(variant, fmt, fake_model(*script(fmt)), [NoCalculator()], tools=tools)
     out = run(graph, {"question": DEMO_QUESTION})
@@ -314,13 +324,7 @@ def test_a_narrowed_grammar_holds_only_the_tools_left() -> None:
 
 
 def test_a_tool_needing_approval_swapped_in_by_a_middleware_is_refused() -> None:
-    ran: list[str] = []
-
-    @tool
-    def calculator(expression: str) -> str:
-        """Compute an expression."""
-        ran.append(expression)
-        return "48"
+    calculator, ran = recording_calculator()
 
     class Swap(AgentMiddleware):
         def wrap_tool_call(self, request: Any, handler: Any) -> Any:
@@ -354,14 +358,7 @@ class Rewrite(AgentMiddleware):
 def test_an_approved_call_a_middleware_changes_does_not_run(run: Runner, fmt: str) -> None:
     """A person's decision is on the call as the node made it: a middleware that changes its
     arguments afterwards gets a refusal, unrun (attack round 7)."""
-    ran: list[str] = []
-
-    @tool
-    def calculator(expression: str) -> str:
-        """Compute an expression."""
-        ran.append(expression)
-        return "48"
-
+    calculator, ran = recording_calculator()
     first = (
         action("calculator", "1+1") if fmt == "text" else call("calculator", {"expression": "1+1"})
     )

@@ -21,81 +21,88 @@ def read(text: str) -> dict:
     return parse_react(clean_reply(text), TOOLS)
 
 
+def read_as(text: str, kind: str) -> dict:
+    """The reply read, which must be of ``kind`` (an action, an answer, invalid)."""
+    parsed = read(text)
+    assert parsed["kind"] == kind, parsed
+    return parsed
+
+
+# Each call, and the ways real models write it: every one of them reads as that call.
+WRITTEN_AS: dict[tuple[str, str], list[str]] = {
+    ("search", "Eiffel Tower"): [
+        "Thought: x\nAction: search[Eiffel Tower]",
+        "**Thought:** x\n**Action:** search[Eiffel Tower]",
+        "**Action**: `search[Eiffel Tower]`",
+        "*Action:* search[Eiffel Tower]",
+        "### Action: search[Eiffel Tower]",
+        "Thought 2: x\nAction 2: search[Eiffel Tower]",
+        "Action #3: search[Eiffel Tower]",
+        "Thought: x\nAction: search\nAction Input: Eiffel Tower",
+        'Action: search\nAction Input: "Eiffel Tower"',
+        "Action: search(Eiffel Tower)",
+        'Action: search("Eiffel Tower")',
+        'Action: search["Eiffel Tower"]',
+        "Action: search['Eiffel Tower']",
+        'Action: search(query="Eiffel Tower")',
+        "   Action: search[Eiffel Tower]",
+        "Action: search[Eiffel Tower] to find the year.",
+        "Action: search[Eiffel Tower]\nObservation: 1889\nFinal Answer: 1889",
+        "Action: search[Eiffel Tower]\n**Observation**: made up",
+        "Action:\nsearch[Eiffel Tower]",
+        "Thought: first I look it up.\nsearch[Eiffel Tower]",
+        "Action: search: Eiffel Tower",
+        "Action: search\nAction Input: `Eiffel Tower`",
+        "`Action:` search[Eiffel Tower]",
+        # A signature or description echoed on the Action line: the Action Input wins.
+        "Action: search[input]\nAction Input: Eiffel Tower",
+        "Action: search the web\nAction Input: Eiffel Tower",
+    ],
+    # The same for a signature: the Action Input wins.
+    ("add", '{"a": 2, "b": 3}'): ['Action: add (add two numbers)\nAction Input: {"a": 2, "b": 3}'],
+    ("search", "Eiffel"): ["Action: Search[Eiffel]"],
+    ("search", "x"): ["1. Action: search[x]", "- Action: search[x]"],
+    ("search", "a"): [
+        "Action: search[a]\nAction: search[a]",
+        "Action: Search[a]\nAction: search[a]",
+    ],
+    ("search", "y"): [
+        "<think>Observation: the word inside reasoning</think>\nAction: search[y]",
+        "the model reasoned here</think>\nAction: search[y]",
+    ],
+    ("search", "unclosed input"): ["Action: search[unclosed input"],
+    ("search", '{"q": "a]b"}'): ['Action: search[{"q": "a]b"}]'],
+    ("search", '"one\ntwo"'): ['Action: search\nAction Input: "one\ntwo"'],
+    ("calculator", "(1937-1889)*2"): [
+        "Action: calculator[(1937-1889)*2]",
+        "Action: calculator((1937-1889)*2)",
+    ],
+    ("calculator", "1937-1889"): ['Action: calculator["1937-1889"]'],
+    ("update_notes", "[x] A [ ] B"): [
+        "Action: update_notes[[x] A [ ] B]",
+        "Action: update_notes['[x] A [ ] B']",
+    ],
+    ("update_notes", "x"): ["Action: update-notes[x]"],
+    ("update_notes", "- [x] A\nThought: kept\n- [ ] B"): [
+        "Action: update_notes[- [x] A\nThought: kept\n- [ ] B]"
+    ],
+    ("update_notes", "- Final Answer: later"): ["Action: update_notes[- Final Answer: later]"],
+    ("update_notes", "search[x]"): ["Action: update_notes[\nsearch[x]\n]"],
+    # Fenced blocks reach the tool exactly as written.
+    ("python", "```python\nprint(1)\n```"): [
+        "Action: python\nAction Input: ```python\nprint(1)\n```"
+    ],
+    ("python", "```\nx = 1\n```"): ["Action: python\nAction Input:\n```\nx = 1\n```"],
+    ("python", "```\n# Final Answer: not a label in code\n```"): [
+        "Action: python\nAction Input: ```\n# Final Answer: not a label in code\n```"
+    ],
+    ("python", "```\nprint(1)\n```"): ["Action: python[```\nprint(1)\n```]"],
+}
+
+
 @pytest.mark.parametrize(
     ("reply", "name", "tool_input"),
-    [
-        ("Thought: x\nAction: search[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("**Thought:** x\n**Action:** search[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("**Action**: `search[Eiffel Tower]`", "search", "Eiffel Tower"),
-        ("*Action:* search[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("### Action: search[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("Thought 2: x\nAction 2: search[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("Action #3: search[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("Thought: x\nAction: search\nAction Input: Eiffel Tower", "search", "Eiffel Tower"),
-        ('Action: search\nAction Input: "Eiffel Tower"', "search", "Eiffel Tower"),
-        ("Action: search(Eiffel Tower)", "search", "Eiffel Tower"),
-        ('Action: search("Eiffel Tower")', "search", "Eiffel Tower"),
-        ('Action: search["Eiffel Tower"]', "search", "Eiffel Tower"),
-        ("Action: search['Eiffel Tower']", "search", "Eiffel Tower"),
-        ('Action: search(query="Eiffel Tower")', "search", "Eiffel Tower"),
-        ("Action: update_notes[[x] A [ ] B]", "update_notes", "[x] A [ ] B"),
-        ("Action: update_notes['[x] A [ ] B']", "update_notes", "[x] A [ ] B"),
-        ("   Action: search[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("Action: search[Eiffel Tower] to find the year.", "search", "Eiffel Tower"),
-        (
-            "Action: search[Eiffel Tower]\nObservation: 1889\nFinal Answer: 1889",
-            "search",
-            "Eiffel Tower",
-        ),
-        ("Action: search[Eiffel Tower]\n**Observation**: made up", "search", "Eiffel Tower"),
-        ("Action: calculator[(1937-1889)*2]", "calculator", "(1937-1889)*2"),
-        ("Action: calculator((1937-1889)*2)", "calculator", "(1937-1889)*2"),
-        ('Action: search[{"q": "a]b"}]', "search", '{"q": "a]b"}'),
-        ("Action: Search[Eiffel]", "search", "Eiffel"),
-        ("Action: update-notes[x]", "update_notes", "x"),
-        ("Action:\nsearch[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("Thought: first I look it up.\nsearch[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("1. Action: search[x]", "search", "x"),
-        ("- Action: search[x]", "search", "x"),
-        ("Action: search: Eiffel Tower", "search", "Eiffel Tower"),
-        ("Action: search[a]\nAction: search[a]", "search", "a"),
-        (
-            "Action: update_notes[- [x] A\nThought: kept\n- [ ] B]",
-            "update_notes",
-            "- [x] A\nThought: kept\n- [ ] B",
-        ),
-        ("Action: update_notes[- Final Answer: later]", "update_notes", "- Final Answer: later"),
-        ("<think>Observation: the word inside reasoning</think>\nAction: search[y]", "search", "y"),
-        ("the model reasoned here</think>\nAction: search[y]", "search", "y"),
-        ("Action: search[unclosed input", "search", "unclosed input"),
-        ('Action: calculator["1937-1889"]', "calculator", "1937-1889"),
-        # A signature or description echoed on the Action line: the Action Input wins.
-        (
-            'Action: add (add two numbers)\nAction Input: {"a": 2, "b": 3}',
-            "add",
-            '{"a": 2, "b": 3}',
-        ),
-        ("Action: search[input]\nAction Input: Eiffel Tower", "search", "Eiffel Tower"),
-        ("Action: search the web\nAction Input: Eiffel Tower", "search", "Eiffel Tower"),
-        ("Action: search\nAction Input: `Eiffel Tower`", "search", "Eiffel Tower"),
-        ("`Action:` search[Eiffel Tower]", "search", "Eiffel Tower"),
-        ("Action: Search[a]\nAction: search[a]", "search", "a"),
-        # Fenced blocks reach the tool exactly as written.
-        (
-            "Action: python\nAction Input: ```python\nprint(1)\n```",
-            "python",
-            "```python\nprint(1)\n```",
-        ),
-        ("Action: python\nAction Input:\n```\nx = 1\n```", "python", "```\nx = 1\n```"),
-        (
-            "Action: python\nAction Input: ```\n# Final Answer: not a label in code\n```",
-            "python",
-            "```\n# Final Answer: not a label in code\n```",
-        ),
-        ("Action: python[```\nprint(1)\n```]", "python", "```\nprint(1)\n```"),
-        ('Action: search\nAction Input: "one\ntwo"', "search", '"one\ntwo"'),
-        ("Action: update_notes[\nsearch[x]\n]", "update_notes", "search[x]"),
-    ],
+    [(reply, *call) for call, replies in WRITTEN_AS.items() for reply in replies],
 )
 def test_reads_the_intended_action(reply: str, name: str, tool_input: str) -> None:
     parsed = parse_react(clean_reply(reply), [*TOOLS, "add", "python"])
@@ -129,9 +136,7 @@ def test_reads_the_intended_action(reply: str, name: str, tool_input: str) -> No
     ],
 )
 def test_reads_the_final_answer(reply: str, text: str) -> None:
-    parsed = read(reply)
-    assert parsed["kind"] == "answer", parsed
-    assert parsed["answer"] == text
+    assert read_as(reply, "answer")["answer"] == text
 
 
 @pytest.mark.parametrize(
@@ -157,9 +162,7 @@ def test_reads_the_final_answer(reply: str, text: str) -> None:
     ],
 )
 def test_rejects_with_a_corrective_observation(reply: str, fragment: str) -> None:
-    parsed = read(reply)
-    assert parsed["kind"] == "invalid"
-    assert fragment in parsed["error"]
+    assert fragment in read_as(reply, "invalid")["error"]
 
 
 def test_invalid_replies_list_the_valid_actions() -> None:
@@ -167,8 +170,10 @@ def test_invalid_replies_list_the_valid_actions() -> None:
 
 
 def test_a_sentence_after_the_action_label_is_not_run() -> None:
-    parsed = read('Thought: look it up.\nAction: Search the internet using the query "AI 2024".')
-    assert parsed["kind"] == "invalid" and parsed["action"] is None
+    parsed = read_as(
+        'Thought: look it up.\nAction: Search the internet using the query "AI 2024".', "invalid"
+    )
+    assert parsed["action"] is None
     assert "Action: tool_name[input]" in parsed["error"]
     assert "Valid actions: search, lookup, calculator, update_notes" in parsed["error"]
     assert parsed["thought"] == "look it up."

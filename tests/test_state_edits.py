@@ -18,9 +18,8 @@ from langgraph.types import Command, StateUpdate
 from reactgraph import VARIANTS
 from reactgraph.nodes.vocabulary.standing import status_of
 from reactgraph.state_edits import LOOP_FIELDS, EditRefused
-from tests.fakes import Runner, ToolLog, action, answer, call
-from tests.test_approval import CONFIG
-from tests.test_approval_guard import FORMATS, node_names, waiting
+from tests.fakes import CONFIG, Runner, ToolLog, action, answer, call
+from tests.test_approval_guard import MATRIX, node_names, nothing_changes, waiting
 
 APPROVE = {"decisions": [{"type": "approve"}]}
 
@@ -42,13 +41,11 @@ def proposed(action_format: str, text: str = "hi") -> Any:
     return action("echo", text) if action_format == "text" else call("echo", {"text": text})
 
 
-@pytest.mark.parametrize("action_format", FORMATS)
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(("variant", "action_format"), MATRIX)
 def test_every_edit_of_a_waiting_thread_is_refused(
     variant: str, action_format: str, run: Runner
 ) -> None:
     graph, log = waiting(variant, action_format, run)
-    before = list(graph.checkpointer.list(CONFIG))
     nodes = [n for n in node_names(graph) if n != END] + [None]
     edits: list[tuple[Any, str | None]] = [
         *((Command(goto="run_tool"), node) for node in nodes),
@@ -61,14 +58,13 @@ def test_every_edit_of_a_waiting_thread_is_refused(
         ([({"question": "x"}, "start_run")], "__copy__"),
         ({"question": "a new question"}, "__input__"),
     ]
-    for values, as_node in edits:
-        with pytest.raises(EditRefused, match=r"waits for a person's decision on echo\[hi\]"):
-            edit(run, graph, CONFIG, values, as_node)
-    with pytest.raises(ValueError, match=r"Command\(resume=DECISION\)"):
-        bulk(run, graph, CONFIG, [[StateUpdate({"question": "x"}, "call_model")]])
-    # Nothing was stored, nothing ran: it still waits, and a decision goes on once.
-    assert list(graph.checkpointer.list(CONFIG)) == before and log.calls == []
-    assert status_of(graph.get_state(CONFIG)) == "awaiting_approval"
+    with nothing_changes(graph, log):
+        for values, as_node in edits:
+            with pytest.raises(EditRefused, match=r"waits for a person's decision on echo\[hi\]"):
+                edit(run, graph, CONFIG, values, as_node)
+        with pytest.raises(ValueError, match=r"Command\(resume=DECISION\)"):
+            bulk(run, graph, CONFIG, [[StateUpdate({"question": "x"}, "call_model")]])
+    # A decision still goes on, once.
     out = run(graph, Command(resume=APPROVE), CONFIG)
     assert log.calls == [("echo", "hi")] and out["answer"] == "done"
 
@@ -151,8 +147,7 @@ def run_tool_checkpoints(graph: Any) -> list[Any]:
     return [s for s in graph.get_state_history(CONFIG) if s.next == ("run_tool",)]
 
 
-@pytest.mark.parametrize("action_format", FORMATS)
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(("variant", "action_format"), MATRIX)
 def test_a_fork_of_an_approved_action_asks_again(
     variant: str, action_format: str, run: Runner
 ) -> None:

@@ -16,7 +16,9 @@ from reactgraph.nodes.vocabulary import prompts
 from reactgraph.tools import calculator, search_tools
 from reactgraph.variants import REGISTRY, VARIANTS
 from tests.fakes import (
+    CONFIG,
     SEED_CALLS,
+    SEED_TOOL_CALLS,
     FakeChatModel,
     Runner,
     StreamingFakeChatModel,
@@ -29,7 +31,6 @@ from tests.fakes import (
     sleepy,
 )
 
-CONFIG = {"configurable": {"thread_id": "t1"}}
 NATIVE = {"action_format": "tool_calls"}
 
 
@@ -60,11 +61,7 @@ def test_the_seed_as_tool_calls_in_every_variant(variant: str, run: Runner) -> N
     graph = build_graph(variant, model=model, tools=seed_tools(log), **NATIVE)
     out = run(graph, {"question": "How many years apart?"}, CONFIG)
     assert len(model.calls) == 4
-    assert log.calls == [
-        ("search", "Eiffel Tower"),
-        ("search", "Golden Gate Bridge"),
-        ("calculator", "1937-1889"),
-    ]
+    assert log.calls == SEED_TOOL_CALLS
     assert (out["answer"], out["status"]) == ("48", "answered")
     extra = [a.name for a in REGISTRY[variant].actions]
     assert model.bound == [["search", "calculator", *extra]] * 4  # every call, with its tools

@@ -19,6 +19,7 @@ from reactgraph.nodes.reading.toolcalls import MAX_CALLS, calls_of, input_text, 
 from reactgraph.nodes.vocabulary import prompts
 from reactgraph.tools import calculator, search_tools
 from tests.fakes import (
+    CONFIG,
     FakeChatModel,
     Runner,
     StreamingFakeChatModel,
@@ -29,7 +30,7 @@ from tests.fakes import (
     calls,
     fake_model,
 )
-from tests.test_tool_calls_graph import CONFIG, NATIVE, answered
+from tests.test_tool_calls_graph import NATIVE, answered
 
 PARAMS = {"search": ("query",), "calculator": ("expression",), "add": ("a", "b")}
 

@@ -9,28 +9,30 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reactgraph import RunContext, build_graph
 from reactgraph.tools import calculator, search_tools
-from tests.fakes import Runner, ToolLog, action, add, answer, big, explode, fake_model, sleepy
-
-CONFIG = {"configurable": {"thread_id": "t1"}}
+from tests.fakes import (
+    CONFIG,
+    SEED,
+    SEED_TOOL_CALLS,
+    Runner,
+    ToolLog,
+    action,
+    add,
+    answer,
+    big,
+    explode,
+    fake_model,
+    sleepy,
+)
 
 
 def test_seed_eiffel_golden_gate_48(run: Runner) -> None:
     log = ToolLog()
     search, _lookup = search_tools()
-    model = fake_model(
-        "Action: search[Eiffel Tower]",
-        "Action: search[Golden Gate]",
-        "Action: calculator[1937-1889]",
-        "Final Answer: 48",
-    )
+    model = fake_model(*SEED)
     graph = build_graph("transcript", model=model, tools=[log.wrap(search), log.wrap(calculator)])
     out = run(graph, {"question": "How many years apart?"}, CONFIG)
     assert len(model.calls) == 4
-    assert log.calls == [
-        ("search", "Eiffel Tower"),
-        ("search", "Golden Gate"),
-        ("calculator", "1937-1889"),
-    ]
+    assert log.calls == SEED_TOOL_CALLS
     assert out["answer"] == "48"
     assert out["status"] == "answered"
     assert "1889" in out["turns"][0]["observation"]
