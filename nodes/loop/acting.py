@@ -64,7 +64,7 @@ def run_tool(
     scope = current(state, config, deps)
     if parsed.get("actions"):
         return (yield from run_calls(state, config, deps, scope))
-    done = yield from one_call(state, config, deps, scope, parsed, idempotency_key(state))
+    done = yield from one_call(deps, scope, parsed, idempotency_key(state))
     turn = new_turn(
         state,
         done["kind"],
@@ -78,16 +78,12 @@ def run_tool(
 
 
 def one_call(
-    state: State,
-    config: RunnableConfig,
-    deps: Deps,
-    scope: Scope,
-    parsed: ParsedReply,
-    key: str,
+    deps: Deps, scope: Scope, parsed: ParsedReply, key: str
 ) -> Generator[Effect, Any, dict[str, Any]]:
-    """One action run through the loop's middleware (``parsed``: the reply's reading, or one
-    call's of several), keyed ``key``: what came of it (``kind``, ``observation``, already
-    truncated, ``latency`` and the tool's ``artifact``)."""
+    """One action of the node's run (``scope``: its state and config) through the loop's
+    middleware (``parsed``: the reply's reading, or one call's of several), keyed ``key``: what
+    came of it (``kind``, ``observation``, already truncated, ``latency`` and the tool's
+    ``artifact``)."""
     tool = deps.tools.get(parsed["action"] or "") if parsed["kind"] == "action" else None
     latency = artifact = None
     settings = scope.settings
@@ -97,9 +93,7 @@ def one_call(
         observation = _not_runnable(parsed, deps)
     else:
         kind = "action"
-        observation, latency, artifact = yield from _run_tool(
-            state, config, deps, scope, parsed, key, tool
-        )
+        observation, latency, artifact = yield from _run_tool(deps, scope, parsed, key, tool)
     observation = truncate(storable(observation), settings.max_observation_chars)
     done: dict[str, Any] = {"kind": kind, "observation": observation, "latency": latency}
     if artifact is not None:
@@ -125,16 +119,12 @@ def _arguments(tool: BaseTool, parsed: ParsedReply, hidden: frozenset[str]) -> d
 
 
 def _run_tool(
-    state: State,
-    config: RunnableConfig,
-    deps: Deps,
-    scope: Scope,
-    parsed: ParsedReply,
-    key: str,
-    tool: BaseTool,
+    deps: Deps, scope: Scope, parsed: ParsedReply, key: str, tool: BaseTool
 ) -> Generator[Effect, Any, tuple[str, float | None, Any]]:
     """``tool`` called for ``parsed`` through the loop's middleware: its Observation (not yet
     truncated), the call's latency (None when it did not run) and the tool's artifact."""
+    state: Any = scope.state
+    config = scope.config
     injected = deps.injected.get(tool.name)
     hidden = injected.hidden if injected else frozenset()
     own_config = tool_config(state, config, key)
@@ -186,7 +176,7 @@ def run_calls(
             earlier[index] = {"kind": "invalid", "observation": refused, "latency": None}
             continue
         key = idempotency_key(state, index + 1)
-        body = one_call(state, config, deps, scope, call_reading(parsed, reading), key)
+        body = one_call(deps, scope, call_reading(parsed, reading), key)
         bodies.append(kept(body, config, index))
         positions.append(index)
     started = time.perf_counter()

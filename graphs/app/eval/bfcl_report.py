@@ -19,7 +19,7 @@ from typing import Any
 
 from reactgraph.app.eval.bfcl_data import CATEGORIES
 from reactgraph.app.eval.bfcl_run import FAILURE_KINDS
-from reactgraph.app.eval.report import MISSING, last_lines, new_figure, plotted
+from reactgraph.app.eval.report import MISSING, Page, last_lines, new_figure
 
 Z95 = 1.959963984540054
 
@@ -168,6 +168,7 @@ def _failures_panel(panel: Any, cells: Sequence[Cell], arms: list[str]) -> None:
         panel.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
+CAPTION = "accuracy by category with its 95% CI; failures by kind"
 FOOTNOTE = (
     "Accuracy is the share of a category's tasks whose calls pass the leaderboard's rules (an "
     "error fails the task). The 95% CI is Wilson's score interval: the samples are small, so "
@@ -188,23 +189,10 @@ def write_bfcl_report(
     """Write ``summary.md`` and ``summary.png`` into ``folder``; return the table."""
     cells = cells_of(lines)
     table = markdown_table(cells)
-    out = Path(folder)
-    figure = plotted(
-        lambda path: plot_cells(cells, path),
-        out,
-        "accuracy by category with its 95% CI; failures by kind",
-    )
-    text = [
-        "# reactgraph eval --bench bfcl",
-        "",
+    made = (
         f"Made with the model `{model}` on the Berkeley Function Calling Leaderboard's tasks "
-        "(bfcl-eval 2026.3.23), scored by its rules.",
-        *notes,
-        "",
-        table,
-        "",
-        FOOTNOTE,
-        figure,
-    ]
-    (out / "summary.md").write_text("\n".join(text), encoding="utf-8")
+        "(bfcl-eval 2026.3.23), scored by its rules."
+    )
+    page = Page("# reactgraph eval --bench bfcl", made, notes, table, FOOTNOTE)
+    page.write(folder, lambda path: plot_cells(cells, path), CAPTION)
     return table

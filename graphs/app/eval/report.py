@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 
 MISSING = "\u2013"  # an en dash, in a cell with no figure
 _COLOURS: dict[str, str] = {**{e.status: e.colour for e in ENDINGS.values()}, "errors": "#424242"}
+_CAPTION = "F1 against tokens and cost; how the runs ended"
 _FOOTNOTE = (
     "EM and F1 are percentages over all n questions (no answer, or an error, scores 0). *tokens* "
     "and *cost* are the variant's totals over every model call (summaries and forced answers "
@@ -285,24 +286,31 @@ def write_report(
     matplotlib the PNG is skipped with a warning; ``notes`` are extra lines for the markdown."""
     summaries = summarize(results, wall_seconds)
     table = markdown_table(summaries)
-    out = Path(folder)
-    figure = plotted(
-        lambda path: plot_summary(summaries, path),
-        out,
-        "F1 against tokens and cost; how the runs ended",
-    )
     questions = max((s.n for s in summaries), default=0)
-    lines = [
-        "# reactgraph eval",
-        "",
+    made = (
         f"Made with the model `{model}`: {len(summaries)} variant(s), up to {questions} "
-        "question(s) each.",
-        *notes,
-        "",
-        table,
-        "",
-        _FOOTNOTE,
-        figure,
-    ]
-    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+        "question(s) each."
+    )
+    page = Page("# reactgraph eval", made, notes, table, _FOOTNOTE)
+    page.write(folder, lambda path: plot_summary(summaries, path), _CAPTION)
     return table
+
+
+@dataclass(frozen=True)
+class Page:
+    """A report's ``summary.md``: its title, what it was made with, the notes, the table and its
+    footnote, then its figure (``summary.png``)."""
+
+    title: str
+    made: str
+    notes: Sequence[str]
+    table: str
+    footnote: str
+
+    def write(self, folder: str | Path, plot: Callable[[Path], None], caption: str) -> None:
+        """``summary.md`` and, drawn by ``plot``, ``summary.png`` into ``folder`` (without
+        matplotlib the PNG is skipped with a warning and the page says so)."""
+        out = Path(folder)
+        figure = plotted(plot, out, caption)
+        lines = [self.title, "", self.made, *self.notes, "", self.table, "", self.footnote]
+        (out / "summary.md").write_text("\n".join([*lines, figure]), encoding="utf-8")
