@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from reactgraph.build import build_graph
     from reactgraph.context import RunContext
     from reactgraph.graph import ReactGraph
-    from reactgraph.nodes.middleware.rungs import Rung
+    from reactgraph.nodes.loop.middleware.rungs import Rung
     from reactgraph.variants import REGISTRY, VARIANTS
 
 __all__ = [
@@ -37,7 +37,7 @@ _LAZY = {
     "RunContext": "reactgraph.context",
     "REGISTRY": "reactgraph.variants",
     "VARIANTS": "reactgraph.variants",
-    "Rung": "reactgraph.nodes.middleware.rungs",
+    "Rung": "reactgraph.nodes.loop.middleware.rungs",
 }
 
 

@@ -32,6 +32,14 @@ from reactgraph.nodes.calling.providers import model_name
 from reactgraph.nodes.loop.acting import run_tool
 from reactgraph.nodes.loop.control import begin_run, parse_reply, stop_run
 from reactgraph.nodes.loop.deps import Deps
+from reactgraph.nodes.loop.middleware.approval import ApprovalGate, approve_action
+from reactgraph.nodes.loop.middleware.budgets import Budgets
+from reactgraph.nodes.loop.middleware.caching import PromptCache
+from reactgraph.nodes.loop.middleware.conversation import Conversation
+from reactgraph.nodes.loop.middleware.decoding import Decoding
+from reactgraph.nodes.loop.middleware.ladder import Ladder
+from reactgraph.nodes.loop.middleware.seam import Chain, Middleware
+from reactgraph.nodes.loop.middleware.tracing import Tracing
 from reactgraph.nodes.loop.model import call_model, force_answer
 from reactgraph.nodes.loop.routing import (
     route_after_approve_action,
@@ -40,14 +48,6 @@ from reactgraph.nodes.loop.routing import (
     route_after_turn,
 )
 from reactgraph.nodes.loop.shell import Body, Node
-from reactgraph.nodes.middleware.approval import ApprovalGate, approve_action
-from reactgraph.nodes.middleware.budgets import Budgets
-from reactgraph.nodes.middleware.caching import PromptCache
-from reactgraph.nodes.middleware.conversation import Conversation
-from reactgraph.nodes.middleware.decoding import Decoding
-from reactgraph.nodes.middleware.ladder import Ladder
-from reactgraph.nodes.middleware.seam import Chain, Middleware
-from reactgraph.nodes.middleware.tracing import Tracing
 from reactgraph.nodes.vocabulary.state import InputState, State
 from reactgraph.spec import Variant
 

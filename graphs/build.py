@@ -20,10 +20,10 @@ from reactgraph.models import chat_model
 from reactgraph.nodes.calling.providers import model_name
 from reactgraph.nodes.loop.compaction import context_window_of
 from reactgraph.nodes.loop.deps import TokenCounterFn, make_deps
-from reactgraph.nodes.middleware import adapters, approval
-from reactgraph.nodes.middleware.budgets import check_budgets
-from reactgraph.nodes.middleware.ladder import Ladder
-from reactgraph.nodes.middleware.rungs import check_run, rungs_of
+from reactgraph.nodes.loop.middleware import adapters, approval
+from reactgraph.nodes.loop.middleware.budgets import check_budgets
+from reactgraph.nodes.loop.middleware.ladder import Ladder
+from reactgraph.nodes.loop.middleware.rungs import check_run, rungs_of
 from reactgraph.nodes.reading.answer_schema import schema_of
 from reactgraph.nodes.vocabulary.delta import bound_replay
 from reactgraph.nodes.vocabulary.run_settings import RunSettings

@@ -45,7 +45,7 @@ from langgraph.types import Command, StateSnapshot, StateUpdate
 from reactgraph import forks, state_edits
 from reactgraph.nodes.chatview import edits
 from reactgraph.nodes.chatview.questions import as_messages, content_parts, last_human, unread_note
-from reactgraph.nodes.middleware import approval
+from reactgraph.nodes.loop.middleware import approval
 from reactgraph.nodes.running.decisions import MAX_UNUSABLE, Malformed, check_resume, read_decision
 from reactgraph.nodes.vocabulary.effects import adrive, drive
 from reactgraph.nodes.vocabulary.standing import status_of

@@ -1,4 +1,4 @@
-"""Run budgets (``reactgraph.nodes.middleware.budgets``): tokens, cost, time and tool calls, in
+"""Run budgets (``reactgraph.nodes.loop.middleware.budgets``): tokens, cost, time and tool calls, in
 every variant and both action formats, under ``invoke`` and ``ainvoke``; the spend in the
 checkpoint, so a resume (after an approval, or a kill in another process) goes on counting."""
 
@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.middleware.budgets import cost_of, warnings_due
+from reactgraph.nodes.loop.middleware.budgets import cost_of, warnings_due
 from reactgraph.nodes.vocabulary.run_settings import RunSettings
 from reactgraph.nodes.vocabulary.state import RunUsage
 from tests.fakes import (
@@ -463,8 +463,8 @@ def test_an_empty_summary_tried_again_counts_both_attempts(run: Runner) -> None:
 
 
 def test_time_spent_while_a_reply_is_read_keeps_the_reply_and_runs_nothing() -> None:
-    from reactgraph.nodes.middleware.budgets import account, fresh_usage
-    from reactgraph.nodes.middleware.scope import Ledger
+    from reactgraph.nodes.loop.middleware.budgets import account, fresh_usage
+    from reactgraph.nodes.loop.middleware.scope import Ledger
     from reactgraph.nodes.reading.textparser import parse_react
 
     reply = {

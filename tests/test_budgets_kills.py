@@ -1,4 +1,4 @@
-"""Calls in flight at a SIGKILL are counted (``reactgraph.nodes.middleware.sending``): a
+"""Calls in flight at a SIGKILL are counted (``reactgraph.nodes.loop.middleware.sending``): a
 run killed while its server holds a model call, resumed in another process, counts every call
 its server saw, each once, at least its prompt's tokens. Through the Python API (``invoke`` and
 ``ainvoke``, killed twice in one step), ``reactgraph ask`` then ``resume``, and ``reactgraph

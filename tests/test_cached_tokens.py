@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 
 from reactgraph import VARIANTS, build_graph
 from reactgraph.nodes.calling.tokens import read_cached
-from reactgraph.nodes.middleware.scope import cost_of
+from reactgraph.nodes.loop.middleware.scope import cost_of
 from reactgraph.nodes.vocabulary.run_settings import RunSettings
 from reactgraph.settings import settings_of
 from tests.fakes import FakeOpenAIServer, Runner, ToolLog, action, answer, call, fake_model

@@ -339,7 +339,7 @@ def test_a_server_that_never_returns_tool_calls_is_warned_about_once(
     openai_server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     from reactgraph.models import chat_model
-    from reactgraph.nodes.formats.tool_calls import forget_no_tool_calls
+    from reactgraph.nodes.loop.formats.tool_calls import forget_no_tool_calls
 
     forget_no_tool_calls()
     # What llama-cpp-python's server without --chat_format chatml-function-calling sends back:
@@ -360,7 +360,7 @@ def test_a_server_that_never_returns_tool_calls_is_warned_about_once(
 def test_a_reply_that_answers_without_a_tool_is_not_warned_about(
     caplog: pytest.LogCaptureFixture, run: Runner
 ) -> None:
-    from reactgraph.nodes.formats.tool_calls import forget_no_tool_calls
+    from reactgraph.nodes.loop.formats.tool_calls import forget_no_tool_calls
 
     forget_no_tool_calls()
     model = fake_model(call("search", {"query": "Eiffel"}), "1889.")

@@ -1,4 +1,4 @@
-"""The action format as one interface (``reactgraph.nodes.formats``): every registered format
+"""The action format as one interface (``reactgraph.nodes.loop.formats``): every registered format
 implements all of it, its names are declared once (the setting, the command line, Studio's form
 and the eval's arms take them from the registry), and nothing outside the package asks which
 format a run has."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reactgraph.nodes import formats
-from reactgraph.nodes.formats import NAMES, ActionFormat
+from reactgraph.nodes.loop import formats
+from reactgraph.nodes.loop.formats import NAMES, ActionFormat
 from reactgraph.nodes.vocabulary.run_settings import RunSettings
 from reactgraph.settings import settings_of
 

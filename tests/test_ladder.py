@@ -11,15 +11,15 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from reactgraph import Rung, build_graph
-from reactgraph.nodes.middleware.ladder import Ladder, rung_of, unusable_in_a_row
-from reactgraph.nodes.middleware.rungs import (
+from reactgraph.nodes.loop.middleware.ladder import Ladder, rung_of, unusable_in_a_row
+from reactgraph.nodes.loop.middleware.rungs import (
     MAX_RUNGS,
     check_run,
     chosen,
     parse_address,
     rungs_of,
 )
-from reactgraph.nodes.middleware.scope import Scope
+from reactgraph.nodes.loop.middleware.scope import Scope
 from tests.fakes import FakeChatModel, ToolLog, answer
 
 

@@ -8,7 +8,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from reactgraph.nodes.middleware.ladder import ESCALATED
+from reactgraph.nodes.loop.middleware.ladder import ESCALATED
 from tests.fakes import Runner
 from tests.test_ladder_graph import down, final, make, step, unusable
 from tests.test_tracing import CONFIG, events, exported, named, run_span, spans

@@ -104,9 +104,14 @@ NODE_ROOMS = (
     "running",  # running a tool
     "calling",  # calling the model, all of it
     "chatview",  # the chat view of the turns
+    "loop",  # the loop: its action formats, its middleware, its nodes and their routing
+)
+# The loop's room in parts, bottom to top: a part imports only the parts below it (and itself).
+# Its own modules (``nodes/loop/*.py``: the shell, the node bodies, the routers) are the top.
+LOOP_PARTS = (
     "formats",  # the action formats
     "middleware",  # the extension seam and the features that join the loop through it
-    "loop",  # the loop's nodes and their routing
+    "",  # the loop's own modules
 )
 
 
@@ -138,7 +143,7 @@ def back_pointing() -> list[tuple[str, str]]:
             target = node_room(name)
             if target is not None and NODE_ROOMS.index(target) > NODE_ROOMS.index(room):
                 found.append((str(path.relative_to(ROOT)), name))
-    # ``from reactgraph.nodes import formats`` names the formats room as a module
+    # ``from reactgraph.nodes.loop import formats`` names the formats room as a module
     return sorted(set(found))
 
 
@@ -146,17 +151,45 @@ def test_the_rooms_import_downward_only() -> None:
     assert back_pointing() == []
 
 
+def loop_part(name: str) -> str | None:
+    """The part of the loop's room a ``reactgraph.nodes.loop...`` module name is in (None:
+    not the loop's)."""
+    parts = name.split(".")
+    if parts[:3] != ["reactgraph", "nodes", "loop"] or len(parts) == 3:
+        return None  # ``from reactgraph.nodes.loop import formats`` names the part as a module
+    return parts[3] if parts[3] in LOOP_PARTS else ""
+
+
+def test_the_loop_parts_import_downward_only() -> None:
+    """The action formats know nothing of the middleware or the nodes, the middleware nothing
+    of the nodes: a model call goes from a node through the middleware to the model calling room
+    without a move back up."""
+    found = []
+    for path in sorted((ROOT / "nodes" / "loop").rglob("*.py")):
+        parts = path.relative_to(ROOT / "nodes" / "loop").parts
+        part = parts[0] if len(parts) > 1 else ""
+        for name in imported(ast.parse(path.read_text())):
+            target = loop_part(name)
+            if target is not None and LOOP_PARTS.index(target) > LOOP_PARTS.index(part):
+                found.append((str(path.relative_to(ROOT)), name))
+    assert sorted(set(found)) == []
+    assert {p.name for p in (ROOT / "nodes" / "loop").iterdir() if p.is_dir()} - {
+        "__pycache__"
+    } == {part for part in LOOP_PARTS if part}
+
+
 def test_a_room_shares_its_name_with_no_module() -> None:
     names = {
         p.stem for folder in ("graphs", "nodes", "tools") for p in (ROOT / folder).rglob("*.py")
     }
-    rooms = {p.name for p in (ROOT / "nodes").iterdir() if (p / "__init__.py").exists()}
+    rooms = {p.parent.name for p in (ROOT / "nodes").rglob("*/__init__.py")}
     assert not rooms & names, rooms & names
 
 
 def test_the_rooms_are_installed() -> None:
     text = (ROOT / "pyproject.toml").read_text()
-    for room in (p.name for p in (ROOT / "nodes").iterdir() if (p / "__init__.py").exists()):
+    for init in (ROOT / "nodes").rglob("*/__init__.py"):
+        room = ".".join(init.parent.relative_to(ROOT / "nodes").parts)
         assert f'"reactgraph.nodes.{room}"' in text, room
 
 
@@ -177,17 +210,17 @@ def test_every_path_the_architecture_map_names_exists() -> None:
 # The loop's features join it through the middleware seam: the loop's own modules (the node
 # bodies, the shell, the prompt) know the seam, never a feature. The one exception, the routers,
 # reads where the approval gate's node goes next.
-SEAM = {"reactgraph.nodes.middleware.seam", "reactgraph.nodes.middleware.scope"}
-KNOWS_A_FEATURE = {"nodes/loop/routing.py": {"reactgraph.nodes.middleware.approval"}}
+SEAM = {"reactgraph.nodes.loop.middleware.seam", "reactgraph.nodes.loop.middleware.scope"}
+KNOWS_A_FEATURE = {"nodes/loop/routing.py": {"reactgraph.nodes.loop.middleware.approval"}}
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "nodes/loop").glob("*.py")), ids=lambda p: p.name)
 def test_no_node_body_names_a_feature(path: Path) -> None:
     allowed = SEAM | KNOWS_A_FEATURE.get(str(path.relative_to(ROOT)), set())
     modules = {
-        ".".join(name.split(".")[:4])
+        ".".join(name.split(".")[:5])
         for name in imported(ast.parse(path.read_text()))
-        if name.startswith("reactgraph.nodes.middleware.")
+        if name.startswith("reactgraph.nodes.loop.middleware.")
     }
     assert modules <= allowed, sorted(modules - allowed)
 

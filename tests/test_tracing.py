@@ -1,6 +1,6 @@
-"""OpenTelemetry traces (``reactgraph.nodes.middleware.tracing``) read back with the SDK's in-memory
-exporter and metric reader: the span tree of the seed in every variant and both formats, the
-attributes and events of each exit, and what stays off the spans."""
+"""OpenTelemetry traces (``reactgraph.nodes.loop.middleware.tracing``) read back with the SDK's
+in-memory exporter and metric reader: the span tree of the seed in every variant and both formats,
+the attributes and events of each exit, and what stays off the spans."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.middleware import spans as span_module
-from reactgraph.nodes.middleware import tracing
+from reactgraph.nodes.loop.middleware import spans as span_module
+from reactgraph.nodes.loop.middleware import tracing
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, DEMO_TOOL_CALLS
 from reactgraph.tools import default_tools
 from tests.fakes import Runner, ToolLog, action, answer, explode, fake_model, sleepy
@@ -439,7 +439,7 @@ assert not out.get("trace"), out.get("trace")
 mine = [m for m in sys.modules if m.startswith("opentelemetry")]
 if blocked:
     assert not mine, mine
-import reactgraph.nodes.middleware.tracing as tracing
+import reactgraph.nodes.loop.middleware.tracing as tracing
 assert not tracing.enabled()
 print("ok")
 """

@@ -1,5 +1,5 @@
 """One trace through a SIGKILL and a resume in another process: the run's trace context is in
-its checkpoint (``reactgraph.nodes.middleware.tracing``)."""
+its checkpoint (``reactgraph.nodes.loop.middleware.tracing``)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from reactgraph import VARIANTS, build_graph
-from reactgraph.nodes.middleware import spans
+from reactgraph.nodes.loop.middleware import spans
 from reactgraph.scripted import DEMO_QUESTION, DEMO_REPLIES, DEMO_TOOL_CALLS
 from reactgraph.tools import default_tools
 from tests.fakes import Runner, ToolLog, action, answer, fake_model

@@ -24,7 +24,7 @@ from reactgraph.app.flags import RunOptions
 from reactgraph.app.pool import Job, Runner
 from reactgraph.batch import result_of
 from reactgraph.models import DEFAULT_TIMEOUT_S, chat_model
-from reactgraph.nodes.middleware.rungs import Rung, parse_address
+from reactgraph.nodes.loop.middleware.rungs import Rung, parse_address
 from reactgraph.nodes.vocabulary.standing import AWAITING
 from reactgraph.storage.database import RunRecord, aopen_db, new_record
 from reactgraph.storage.locks import GuardedSaver, Lease, ThreadBusy, athread_lock

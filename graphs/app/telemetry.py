@@ -181,7 +181,7 @@ def stop() -> None:
         _providers.clear()
     if not providers:
         return
-    from reactgraph.nodes.middleware import tracing
+    from reactgraph.nodes.loop.middleware import tracing
 
     tracing.end_all()
 

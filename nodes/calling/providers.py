@@ -69,7 +69,7 @@ class RunOutOfTime(Exception):
     """A model call the run's time budget (``max_run_seconds``) could not hold: abandoned when
     the time left ran out, or its next try (or the wait before it) would have ended past it, so
     none was started. Not a fault: the node shell ends the run ``budget_exhausted``
-    (``reactgraph.nodes.middleware.budgets.account``). ``prompt_tokens`` is what the abandoned
+    (``reactgraph.nodes.loop.middleware.budgets.account``). ``prompt_tokens`` is what the abandoned
     call counts (``model.ask`` sets it: its prompt, when the try the time cut was in flight,
     ``abandoned``; a try its server answered with an error is billed nothing)."""
 

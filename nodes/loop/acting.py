@@ -24,7 +24,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
 
 from reactgraph.nodes.loop.deps import Deps
-from reactgraph.nodes.middleware.scope import (
+from reactgraph.nodes.loop.middleware.scope import (
     NOT_RUN,
     MiddlewareError,
     Scope,

@@ -13,13 +13,13 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 
-from reactgraph.nodes import formats
 from reactgraph.nodes.calling.providers import ModelCallError, ModelRefused
+from reactgraph.nodes.loop import formats
 from reactgraph.nodes.loop.deps import Deps
 from reactgraph.nodes.loop.earlier import earlier_text, folded
+from reactgraph.nodes.loop.middleware.scope import current
 from reactgraph.nodes.loop.model import ask
 from reactgraph.nodes.loop.transcript import instructions_block, render_prompt, visible_turns
-from reactgraph.nodes.middleware.scope import current
 from reactgraph.nodes.running.tool_runs import truncate
 from reactgraph.nodes.vocabulary import prompts
 from reactgraph.nodes.vocabulary.effects import Effect

@@ -16,8 +16,8 @@ from langgraph.types import Overwrite
 from reactgraph.nodes.chatview.chat import is_new_question
 from reactgraph.nodes.chatview.questions import content_parts, unread_note
 from reactgraph.nodes.loop.deps import Deps
+from reactgraph.nodes.loop.middleware.scope import current
 from reactgraph.nodes.loop.model import read_reply
-from reactgraph.nodes.middleware.scope import current
 from reactgraph.nodes.reading.toolcalls import canonical_args
 from reactgraph.nodes.vocabulary.effects import Effect
 from reactgraph.nodes.vocabulary.run_settings import RunSettings

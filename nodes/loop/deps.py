@@ -14,7 +14,6 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
-from reactgraph.nodes import formats
 from reactgraph.nodes.calling.binding import (
     action_arguments,
     action_parameters,
@@ -26,7 +25,8 @@ from reactgraph.nodes.calling.binding import (
 from reactgraph.nodes.calling.grammar import react_grammar
 from reactgraph.nodes.calling.providers import ModelCaller, model_name
 from reactgraph.nodes.calling.tokens import TokenCounter
-from reactgraph.nodes.middleware.seam import Chain
+from reactgraph.nodes.loop import formats
+from reactgraph.nodes.loop.middleware.seam import Chain
 from reactgraph.nodes.running.injection import Injected, injected_args
 from reactgraph.nodes.running.tool_runs import contained
 from reactgraph.nodes.vocabulary import prompts

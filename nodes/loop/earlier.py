@@ -1,5 +1,5 @@
 """The block of earlier runs a new run's prompt carries (the ``history_runs`` setting), read
-from the thread's run records (``reactgraph.nodes.middleware.conversation`` writes them).
+from the thread's run records (``reactgraph.nodes.loop.middleware.conversation`` writes them).
 
 Earlier runs enter a prompt as question and answer only; their turns stay in the checkpoints
 and the chat view. The block is bounded: at most ``history_runs`` runs, each question and

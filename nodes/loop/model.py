@@ -16,15 +16,15 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from reactgraph.nodes import formats
 from reactgraph.nodes.calling import constrained
 from reactgraph.nodes.calling.binding import names_of
 from reactgraph.nodes.calling.providers import ModelCaller
 from reactgraph.nodes.calling.streaming import was_cut
 from reactgraph.nodes.calling.tokens import message_text
+from reactgraph.nodes.loop import formats
 from reactgraph.nodes.loop.deps import Deps
+from reactgraph.nodes.loop.middleware.scope import Scope, current, runtime_of
 from reactgraph.nodes.loop.transcript import render_prompt
-from reactgraph.nodes.middleware.scope import Scope, current, runtime_of
 from reactgraph.nodes.reading.answer_schema import answer_kind
 from reactgraph.nodes.reading.textparser import clean_reply, invalid_reading
 from reactgraph.nodes.reading.toolcalls import calls_of

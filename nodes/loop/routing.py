@@ -10,7 +10,7 @@ from langgraph.graph import END
 
 from reactgraph.nodes.loop.control import turn_cap_reached
 from reactgraph.nodes.loop.deps import Deps
-from reactgraph.nodes.middleware.approval import runs_tool
+from reactgraph.nodes.loop.middleware.approval import runs_tool
 
 
 def route_after_step(after: Mapping[str, Any], next_node: str) -> Literal["__end__"] | str:

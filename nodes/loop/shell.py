@@ -21,7 +21,7 @@ from langgraph.types import Command
 
 from reactgraph.nodes.chatview.chat import chat_update
 from reactgraph.nodes.loop.deps import Deps
-from reactgraph.nodes.middleware.scope import EndRun, Scope, entered, left
+from reactgraph.nodes.loop.middleware.scope import EndRun, Scope, entered, left
 from reactgraph.nodes.vocabulary.effects import Effect, adrive, drive
 from reactgraph.nodes.vocabulary.reducers import after
 from reactgraph.nodes.vocabulary.state import State

@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from reactgraph.nodes import formats
+from reactgraph.nodes.loop import formats
 from reactgraph.nodes.loop.earlier import earlier_block
 from reactgraph.nodes.reading.answer_schema import answer_kind, schema_text
 from reactgraph.nodes.vocabulary import prompts

@@ -4,7 +4,7 @@ write kept with the step's checkpoint until the step completes. The step run aga
 kill (a resume) reads the outcomes its earlier attempts wrote and runs only the calls that had
 not finished: a finished call never runs twice, and only those in flight at the kill may.
 
-The records are read as ``sending`` (``reactgraph.nodes.middleware.sending``) reads its own: a
+The records are read as ``sending`` (``reactgraph.nodes.loop.middleware.sending``) reads its own: a
 task's result at each position of the step is what was first written there, so a step writes
 a fresh probe and reads every earlier record on the way to it.
 """

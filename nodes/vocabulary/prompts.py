@@ -352,7 +352,7 @@ TYPED_ANSWER_UNCHECKED = (
     "Your Final Answer could not be checked against the answer's JSON schema ({problem}). "
     "Write it again as one JSON value that matches the schema."
 )
-# Run budgets (``reactgraph.nodes.middleware.budgets``).
+# Run budgets (``reactgraph.nodes.loop.middleware.budgets``).
 BUDGET_WARNING = (
     "\n\n(Budget: {spent} of this run's {limit} {unit} are spent. Give your answer soon: once "
     "the budget is spent the run stops without one.)"

@@ -193,7 +193,7 @@ class RunSettings:
         metavar="FILE.json",
         checker="reactgraph.nodes.reading.answer_schema.check_schema",
     )
-    # --- Run budgets (``reactgraph.nodes.middleware.budgets``): what one run may spend in all. ---
+    # --- Run budgets (``nodes.loop.middleware.budgets``): what one run may spend in all. ---
     max_run_tokens: int | None = knob(
         None,
         "Budget of the run's tokens: prompt plus completion tokens of every model call (summaries "
@@ -255,7 +255,7 @@ class RunSettings:
         "and the run goes on unconstrained.",
     )
 
-    # --- The model ladder (``reactgraph.nodes.middleware.ladder``): the rungs above ``model``. ---
+    # --- The model ladder (``nodes.loop.middleware.ladder``): the rungs above ``model``. ---
     escalate_to: tuple[str, ...] = knob(
         (),
         "The model ladder: the rungs above the model, in order (MODEL[@BASE_URL], repeatable; "

@@ -80,7 +80,7 @@ class ModelReply(TypedDict):
     ``raw``."""
     lost_calls: NotRequired[int]
     """Earlier sendings of this call whose replies were lost (the process was killed while they
-    were in flight, ``reactgraph.nodes.middleware.budgets.sending``): each is counted in
+    were in flight, ``reactgraph.nodes.loop.middleware.budgets.sending``): each is counted in
     ``prompt_tokens`` at the prompt's tokens (by the token counter). Absent when none."""
     model: NotRequired[str]
     """The model that wrote the reply, by its rung's name (a run with a model ladder,
@@ -151,7 +151,7 @@ class Turn(TypedDict):
 
 class RunUsage(TypedDict):
     """What a run has spent so far (``out["usage"]``): kept in the checkpoint, so a resumed run
-    goes on counting from it (``reactgraph.nodes.middleware.budgets``)."""
+    goes on counting from it (``reactgraph.nodes.loop.middleware.budgets``)."""
 
     prompt_tokens: int
     """Prompt tokens of every model call of the run (summaries and the forced answer too): the
@@ -254,7 +254,7 @@ class EarlierRun(TypedDict):
     run: int
     """The run's number on the thread (the state's ``run`` while it ran)."""
     question: str
-    """Its question (kept up to ``reactgraph.nodes.middleware.conversation.STORED_CHARS``
+    """Its question (kept up to ``reactgraph.nodes.loop.middleware.conversation.STORED_CHARS``
     characters)."""
     answer: str | None
     """Its final answer (or forced answer), kept like the question; None when it gave none."""
@@ -345,4 +345,4 @@ class State(TypedDict):
     trace: NotRequired[Annotated[dict[str, str], Replaced]]
     """The run's trace context (``{"traceparent": ...}``, W3C) when it is traced with
     OpenTelemetry, so a resumed run, in any process, continues the same trace (see
-    ``nodes.middleware.tracing``); empty when the run is not traced. Stored once per run."""
+    ``nodes.loop.middleware.tracing``); empty when the run is not traced. Stored once per run."""

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reactgraph.app.flags import UsageError
-from reactgraph.nodes.formats import NAMES
+from reactgraph.nodes.loop.formats import NAMES
 from reactgraph.variants import REGISTRY, VARIANTS
 
 PREBUILT = "prebuilt"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactgraph.nodes import formats
 from reactgraph.nodes.calling.binding import names_of
-from reactgraph.nodes.middleware.scope import Scope
-from reactgraph.nodes.middleware.seam import Middleware
+from reactgraph.nodes.loop import formats
+from reactgraph.nodes.loop.middleware.scope import Scope
+from reactgraph.nodes.loop.middleware.seam import Middleware
 
 
 class Decoding(Middleware):

@@ -12,8 +12,8 @@ from typing import Any
 from reactgraph.nodes.calling import cachehints
 from reactgraph.nodes.calling.providers import model_url
 from reactgraph.nodes.calling.streamchoice import openai_family
-from reactgraph.nodes.middleware.scope import Scope
-from reactgraph.nodes.middleware.seam import Middleware
+from reactgraph.nodes.loop.middleware.scope import Scope
+from reactgraph.nodes.loop.middleware.seam import Middleware
 
 
 def _with(settings: dict[str, Any], hints: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ one line in ``_MODULES``; the setting's values, the command line's choices, Stud
 eval's arms are checked against ``NAMES`` (``tests/test_formats.py``).
 
 This module imports only the standard library and the formats load when first asked for, so
-the nodes that ask (``calling.model``, ``loop.transcript``, ``loop.deps``) import it freely.
+the nodes that ask (``loop.model``, ``loop.transcript``, ``loop.deps``) import it freely.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 # The registered formats: the setting's value -> the module that holds its ``FORMAT``.
 _MODULES = {
-    "text": "reactgraph.nodes.formats.text",
-    "tool_calls": "reactgraph.nodes.formats.tool_calls",
+    "text": "reactgraph.nodes.loop.formats.text",
+    "tool_calls": "reactgraph.nodes.loop.formats.tool_calls",
 }
 NAMES: tuple[str, ...] = tuple(_MODULES)
 """Every ``action_format`` a run may have, the default first."""

@@ -2,7 +2,7 @@
 ``opentelemetry-api`` only (the ``reactgraph[otel]`` extra): the API reached without importing
 it, the trace context kept in the checkpoint, the registry of this process's live run segments
 and turn spans, and each model call's ``chat`` span. What makes them, and when, is the
-``Tracing`` middleware's (``reactgraph.nodes.middleware.tracing``).
+``Tracing`` middleware's (``reactgraph.nodes.loop.middleware.tracing``).
 
 Traces only observe: every hook the loop calls (``observer``) catches what the tracing raises (a
 span processor whose ``on_start`` or ``on_end`` raises, a meter that fails) and logs it, once per

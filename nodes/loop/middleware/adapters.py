@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, get_type_hints
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables.config import var_child_runnable_config
 
-from reactgraph.nodes.middleware.scope import Body, MiddlewareError, Scope, runtime_of
-from reactgraph.nodes.middleware.seam import Middleware
+from reactgraph.nodes.loop.middleware.scope import Body, MiddlewareError, Scope, runtime_of
+from reactgraph.nodes.loop.middleware.seam import Middleware
 from reactgraph.nodes.vocabulary.effects import adrive, drive
 
 if TYPE_CHECKING:

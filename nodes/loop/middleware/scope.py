@@ -16,7 +16,7 @@ from langgraph.errors import GraphBubbleUp
 
 from reactgraph.nodes.calling.providers import model_name, model_url
 from reactgraph.nodes.calling.tokens import count_tokens
-from reactgraph.nodes.formats import Deps as FormatDeps
+from reactgraph.nodes.loop.formats import Deps as FormatDeps
 from reactgraph.nodes.vocabulary.effects import Effect
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The loop's one extension seam: middleware, an ordered list of objects whose hooks every node
 runs through, the loop's own features and the application's (LangChain's ``AgentMiddleware``,
-adapted in ``reactgraph.nodes.middleware.adapters``) alike.
+adapted in ``reactgraph.nodes.loop.middleware.adapters``) alike.
 
 A ``Middleware`` has LangChain's six hooks, in the effects style (``effects``): a hook returns
 its value, or is a generator that yields effects and returns it, so one body serves ``invoke``
@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any
 
-from reactgraph.nodes.middleware.scope import Body, Scope
+from reactgraph.nodes.loop.middleware.scope import Body, Scope
 
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import ModelRequest, ModelResponse

@@ -24,7 +24,7 @@ from reactgraph.nodes.vocabulary.state import ModelReply, ParsedReply
 
 if TYPE_CHECKING:
     from reactgraph.nodes.calling.providers import ModelCaller
-    from reactgraph.nodes.formats import Deps
+    from reactgraph.nodes.loop.formats import Deps
     from reactgraph.nodes.vocabulary.run_settings import RunSettings
 
 logger = logging.getLogger(__name__)

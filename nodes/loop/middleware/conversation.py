@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reactgraph.nodes.middleware.scope import Scope
-from reactgraph.nodes.middleware.seam import Middleware
+from reactgraph.nodes.loop.middleware.scope import Scope
+from reactgraph.nodes.loop.middleware.seam import Middleware
 from reactgraph.nodes.running.tool_runs import truncate
 from reactgraph.nodes.vocabulary.state import EarlierRun
 

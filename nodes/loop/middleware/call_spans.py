@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reactgraph.nodes.middleware.genai_metrics import record_metrics
-from reactgraph.nodes.middleware.spans import (
+from reactgraph.nodes.loop.middleware.genai_metrics import record_metrics
+from reactgraph.nodes.loop.middleware.spans import (
     RETRY,
     RunSpans,
     api,

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reactgraph.nodes.calling.providers import model_name
-from reactgraph.nodes.middleware.call_spans import (
+from reactgraph.nodes.loop.middleware.call_spans import (
     action_span,
     chat_ended,
     chat_failed,
@@ -46,9 +46,9 @@ from reactgraph.nodes.middleware.call_spans import (
     tool_ended,
     tool_started,
 )
-from reactgraph.nodes.middleware.scope import Scope
-from reactgraph.nodes.middleware.seam import Middleware
-from reactgraph.nodes.middleware.spans import (
+from reactgraph.nodes.loop.middleware.scope import Scope
+from reactgraph.nodes.loop.middleware.seam import Middleware
+from reactgraph.nodes.loop.middleware.spans import (
     APPROVAL_DECIDED,
     APPROVAL_REQUESTED,
     COMPACTION,

@@ -23,10 +23,10 @@ from typing import Any
 
 from langgraph.errors import GraphBubbleUp
 
-from reactgraph.nodes.middleware.rungs import Rung, chosen, model_label
-from reactgraph.nodes.middleware.scope import MiddlewareError, Scope
-from reactgraph.nodes.middleware.seam import Middleware
-from reactgraph.nodes.middleware.tracing import run_event
+from reactgraph.nodes.loop.middleware.rungs import Rung, chosen, model_label
+from reactgraph.nodes.loop.middleware.scope import MiddlewareError, Scope
+from reactgraph.nodes.loop.middleware.seam import Middleware
+from reactgraph.nodes.loop.middleware.tracing import run_event
 from reactgraph.nodes.vocabulary.run_settings import RunSettings
 from reactgraph.nodes.vocabulary.state import Escalation
 from reactgraph.nodes.vocabulary.storable import storable

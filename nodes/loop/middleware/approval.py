@@ -28,8 +28,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
 from reactgraph.nodes.chatview.chat import arg_names, call_args
-from reactgraph.nodes.middleware.scope import Deps, Scope, refused_call
-from reactgraph.nodes.middleware.seam import Middleware
+from reactgraph.nodes.loop.middleware.scope import Deps, Scope, refused_call
+from reactgraph.nodes.loop.middleware.seam import Middleware
 from reactgraph.nodes.running.decisions import (
     MAX_UNUSABLE,
     Decided,

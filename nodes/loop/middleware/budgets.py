@@ -30,9 +30,9 @@ from typing import Any
 
 from reactgraph.nodes.calling.providers import RunOutOfTime, timed_out
 from reactgraph.nodes.calling.tokens import read_cached
-from reactgraph.nodes.middleware.scope import EndRun, Ledger, Scope, cost_of, refused_call
-from reactgraph.nodes.middleware.seam import Middleware
-from reactgraph.nodes.middleware.sending import failed, sending
+from reactgraph.nodes.loop.middleware.scope import EndRun, Ledger, Scope, cost_of, refused_call
+from reactgraph.nodes.loop.middleware.seam import Middleware
+from reactgraph.nodes.loop.middleware.sending import failed, sending
 from reactgraph.nodes.vocabulary import prompts
 from reactgraph.nodes.vocabulary.endings import budget_fields, figure
 from reactgraph.nodes.vocabulary.run_settings import RunSettings
