@@ -84,6 +84,14 @@ def child(
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _spread(values: list[float]) -> float:
+    """The interquartile range of ``values`` (0 for fewer than two)."""
+    if len(values) < 2:
+        return 0.0
+    low, _, high = statistics.quantiles(values, n=4)
+    return high - low
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("revision", help="the earlier revision, e.g. 3610e2a")
@@ -128,12 +136,13 @@ def main() -> None:
         ms = {key: statistics.median(values) for key, values in samples.items()}
         # A ratio is the median of each round's (a contender against the prebuilt agent in the
         # same process): a round's drift, which moves both, cancels.
-        ratio = {
-            (label, name, n): statistics.median(
+        rounds = {
+            (label, name, n): [
                 x / a for x, a in zip(values, samples[label, ANCHOR, n], strict=True)
-            )
+            ]
             for (label, name, n), values in samples.items()
         }
+        ratio = {key: statistics.median(values) for key, values in rounds.items()}
         print(
             f"## Overhead per turn, before and after (medians of {args.rounds} rounds, "
             f"ms/turn, {args.clock} time, best of {args.best} a round)\n"
@@ -145,6 +154,20 @@ def main() -> None:
                 cells = [f"{ms[label, name, n]:.2f}" for n in (40, 200)]
                 ratios = [f"{ratio[label, name, n]:.2f}x" for n in (40, 200)]
                 print(f"| {label} | {name} | {' | '.join(cells)} | {' | '.join(ratios)} |")
+        print(
+            "\nThe rise of each ratio from before to after, against the noise between rounds "
+            "(the interquartile range of the rounds' own ratios, the wider of the two trees):\n"
+        )
+        print("| contender | turns | before | after | rise | noise |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        first, last = list(trees)
+        for name in OURS:
+            for n in (40, 200):
+                noise = max(_spread(rounds[label, name, n]) for label in trees)
+                was, now = ratio[first, name, n], ratio[last, name, n]
+                print(
+                    f"| {name} | {n} | {was:.2f}x | {now:.2f}x | {now - was:+.2f} | {noise:.2f} |"
+                )
         print(f"\nload average: {os.getloadavg()}\n")
         if args.concurrency:
             for label, env in trees.items():

@@ -14,7 +14,7 @@ Loaded only when a count is first needed (never at import), once per process.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import functools
 import gzip
 import hashlib
@@ -43,12 +43,10 @@ def read_ranks(data: bytes) -> dict[bytes, int]:
     """The mergeable ranks of a ``.tiktoken`` file's contents; ValueError when it is not one."""
     if hashlib.sha256(data).hexdigest() != SHA256:
         raise ValueError(f"{FILE} is not cl100k_base's file (its SHA-256 differs)")
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    fields = data.split()  # a token, its rank, a token, ...: read in C, not line by line
+    if len(fields) % 2:
+        raise ValueError(f"{FILE} has a token without its rank")
+    return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
 
 
 @functools.cache

@@ -121,6 +121,8 @@ def _encoding_named(name: str, timeout: float) -> Any | None:
 
 def _refusal(name: str, value: Any) -> str | None:
     """Why a reported count cannot be taken, or None when it can."""
+    if type(value) is int and 0 <= value <= MAX_CALL_TOKENS:  # the common case, at once
+        return None
     shown = repr(value)[:40]
     if isinstance(value, float) and not math.isfinite(value):
         return f"{name}={shown}: not a finite number"
@@ -176,7 +178,7 @@ def read_usage(message: Any) -> tuple[int, int] | str | None:
 def _detail(found: Any, *path: str) -> Any:
     """``found[path[0]][path[1]]...``, or None where a step is not a mapping or lacks it."""
     for key in path:
-        if not isinstance(found, Mapping):
+        if type(found) is not dict and not isinstance(found, Mapping):  # a dict: no ABC check
             return None
         found = found.get(key)
     return found

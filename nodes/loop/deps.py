@@ -80,6 +80,8 @@ class Deps:
     _bindings: dict[Any, tuple[BaseChatModel, dict[str, Any]]] = field(default_factory=dict)
     _schemas: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
     _described: dict[tuple[str, ...], str] = field(default_factory=dict)
+    _offered: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
+    """What a request offers (``request_tools``), by notes limit: made once per limit."""
     _grammars: dict[Any, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _settings_made: dict[int, tuple[Any, RunSettings]] = field(default_factory=dict)
@@ -213,9 +215,16 @@ class Deps:
     def request_tools(self, settings: RunSettings) -> list[Any]:
         """What a model request offers the model (``ModelRequest.tools``): the tools, then the
         variant's own actions as their JSON schemas."""
-        schemas = self.tool_schemas(settings)
-        own = [schema for schema in schemas if schema_name(schema) in self.extra_actions]
-        return [*self.tools.values(), *own]
+        key = notes_limit(settings)
+        with self._lock:
+            found = self._offered.get(key)
+        if found is None:
+            schemas = self.tool_schemas(settings)
+            own = [schema for schema in schemas if schema_name(schema) in self.extra_actions]
+            found = (*self.tools.values(), *own)
+            with self._lock:
+                remembered(self._offered, key, found)
+        return list(found)
 
     def check_format(self, settings: RunSettings) -> None:
         """ValueError when the settings ask for the ``tool_calls`` format of a model that

@@ -64,7 +64,7 @@ def ask(
     message = reply_message(response)
     latency = time.perf_counter() - started
     raw = storable(message_text(message))
-    prompt_tokens, completion_tokens, source = scope.tokens(messages, message)
+    prompt_tokens, completion_tokens, source = scope.tokens(lambda: messages, message)
     cut = was_cut(message)
     if cut:
         logger.warning("the reply was cut at the token cap after %d tokens", completion_tokens)
@@ -101,7 +101,7 @@ def model_request(
     system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
     return ModelRequest(
         model=caller.model,
-        messages=list(messages[1:] if system is not None else messages),  # type: ignore[arg-type]
+        messages=messages[1:] if system is not None else list(messages),  # type: ignore[arg-type]
         system_message=system,
         tools=deps.request_tools(scope.settings) if tools else [],
         state=scope.state,  # type: ignore[arg-type]
@@ -120,9 +120,9 @@ def send(
     settings = scope.settings
     caller = deps.caller_of(request.model, settings)
     action_format = formats.of(settings)
-    messages: list[BaseMessage] = [*request.messages]
-    if request.system_message is not None:
-        messages.insert(0, request.system_message)
+    system = request.system_message
+    head = [] if system is None else [system]
+    messages: list[BaseMessage] = [*head, *request.messages]
     if scope.purpose == "summary":  # no tools offered: none bound, none narrowed
         message = yield from caller.call(
             messages, scope.config, None, settings, None, scope.retried, None, {}, scope.deadline

@@ -33,6 +33,7 @@ module); what is done here with what it found is linear too.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -70,9 +71,20 @@ def clean_reply(raw: str) -> str:
     return text.strip()
 
 
+_SEPARATORS = re.compile(r"[\s\-]+")
+
+
 def canonical_name(name: str) -> str:
     """How tool names are compared: case, hyphens and spaces do not matter."""
-    return re.sub(r"[\s\-]+", "_", name.strip()).lower()
+    return _SEPARATORS.sub("_", name.strip()).lower()
+
+
+@functools.lru_cache(maxsize=64)
+def _named(tool_names: tuple[str, ...]) -> tuple[dict[str, str], str]:
+    """The tools by their canonical names, and the list of them a correction gives (the same
+    few names are read at every turn of a run)."""
+    names = {canonical_name(n): n for n in tool_names}
+    return names, ", ".join(names.values()) or "(none)"
 
 
 def parse_react(text: str, tool_names: Iterable[str], max_calls: int | None = None) -> ParsedReply:
@@ -80,8 +92,7 @@ def parse_react(text: str, tool_names: Iterable[str], max_calls: int | None = No
     with ``max_calls`` (``parallel_tool_calls``: at least 1), as several actions: each distinct
     call read on its own (``CallReading``), those past ``max_calls`` answered so, and a final
     answer beside calls not taken (the calls run; the answer comes in a later reply)."""
-    names = {canonical_name(n): n for n in tool_names}
-    valid = ", ".join(names.values()) or "(none)"
+    names, valid = _named(tuple(tool_names))
     canonical: dict[str, str] = {}
 
     def known(name: str) -> bool:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +36,7 @@ from langchain_core.tools import BaseTool, Tool
 from langgraph.types import Command
 
 from reactgraph.nodes.vocabulary import prompts
+from reactgraph.nodes.vocabulary.bounded import remembered
 from reactgraph.nodes.vocabulary.storable import storable
 
 # What a schema-less tool's ``_run`` takes that LangChain fills itself, never the model.
@@ -97,11 +99,30 @@ def _run_args(tool: BaseTool, parameters: list[inspect.Parameter]) -> dict[str, 
     return found
 
 
+# Each tool's visible arguments, read once per tool and schema (a call reads its arguments, and
+# the chat view its tool call's, at every turn): by (id, hidden), with the tool and its schema.
+_VISIBLE: dict[tuple[int, frozenset[str]], tuple[BaseTool, Any, dict[str, Any]]] = {}
+_VISIBLE_LOCK = threading.Lock()
+_MOST_TOOLS = 512
+
+
 def visible_args(tool: BaseTool, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The arguments the model writes, name -> JSON schema, in the schema's order.
 
     Raises ``Uncallable`` when the tool's schema has no JSON form to read them from.
     """
+    key = (id(tool), hidden)
+    found = _VISIBLE.get(key)
+    if found is not None and found[0] is tool and found[1] is tool.args_schema:
+        return dict(found[2])
+    properties = _visible(tool, hidden)
+    with _VISIBLE_LOCK:
+        remembered(_VISIBLE, key, (tool, tool.args_schema, properties), _MOST_TOOLS)
+    return dict(properties)
+
+
+def _visible(tool: BaseTool, hidden: frozenset[str]) -> dict[str, Any]:
+    """``visible_args``, read from the tool's schema."""
     try:
         if tool.args_schema is None:
             properties = _declared(tool)

@@ -86,16 +86,19 @@ def _as_messages(items: Sequence[Any]) -> list[AnyMessage]:
     return [message_chunk_to_message(m) for m in converted]  # type: ignore[misc]
 
 
-# A list the reducer returned, a copy of it, and its id index (or None).
-_Entry = tuple[list[AnyMessage], list[AnyMessage], dict[str, int] | None]
+# A list the reducer returned, its length, and its id index with a copy of the list it indexes
+# (None, None: no index was built).
+_Entry = tuple[list[AnyMessage], int, dict[str, int] | None, list[AnyMessage] | None]
 
 
 class _Held(threading.local):
-    """The id index of the lists this reducer returned last (in this thread): a list handed
-    back as the next call's ``current`` (the channel's value at the next step, a replay's next
-    checkpoint) needs no index built again. An entry serves one call, handed that very list
-    unchanged: its items compared with the copy's by identity, in C, far cheaper than indexing
-    them again."""
+    """The lists this reducer returned last (in this thread), with their id index if one was
+    built: a list handed back as the next call's ``current`` (the channel's value at the next
+    step, a replay's next checkpoint) is taken as it is, all messages, and needs no index built
+    again. An entry serves one call, handed that very list at the same length; one with an
+    index, only with its items the same as the copy's (compared by identity, in C, far cheaper
+    than indexing them again). The run's own steps append (``chat_update``'s tuples) and build
+    no index, so a step copies the transcript once, not three times."""
 
     def __init__(self) -> None:
         self.lists: dict[int, _Entry] = {}
@@ -103,14 +106,17 @@ class _Held(threading.local):
     def take(self, current: Sequence[Any]) -> tuple[bool, dict[str, int] | None]:
         """(whether ``current`` is a list returned here, unchanged; its index if it had one)."""
         entry = self.lists.pop(id(current), None)
-        if entry is None or entry[0] is not current or entry[1] != current:
+        if entry is None or entry[0] is not current or entry[1] != len(current):
+            return False, None
+        if entry[2] is not None and entry[3] != current:
             return False, None
         return True, entry[2]
 
     def keep(self, out: list[AnyMessage], positions: dict[str, int] | None) -> None:
         while len(self.lists) >= _HELD_LISTS:
             del self.lists[next(iter(self.lists))]
-        self.lists[id(out)] = (out, out.copy(), positions)
+        copy = out.copy() if positions is not None else None
+        self.lists[id(out)] = (out, len(out), positions, copy)
 
 
 _HELD_LISTS = 4

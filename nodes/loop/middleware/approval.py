@@ -314,6 +314,9 @@ class ApprovalGate(Middleware):
     def pauses(self, after: Mapping[str, Any], settings: RunSettings) -> bool:
         return needs_approval(after, self.tools, settings)
 
+    def wraps(self, hook: str, scope: Scope) -> bool:
+        return bool(scope.settings.approve)  # no tool to approve: no call to hold
+
     def wrap_tool_call(self, request: Any, call: Any, scope: Scope) -> Any:
         asked = request.tool_call
         name = str(asked.get("name"))

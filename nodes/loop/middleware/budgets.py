@@ -216,9 +216,12 @@ def account(
     the node has not ended it otherwise; the update's Observation gets the warnings due.
     ``ledger``: what the node's calls spent."""
     start = update.get("usage")  # a new run's (start_run): nothing spent before it
-    usage = _spent(start if start is not None else usage_of(state), seconds, settings, ledger)
+    before = start if start is not None else state.get("usage") or fresh_usage()
+    usage = _spent(before, seconds, settings, ledger)  # a copy: ``before`` is left as it is
     out = {**update, "usage": usage}
     if update.get("status") or state.get("status") or start is not None:
+        return out
+    if not _limited(settings):  # no budget and no tool's limit: nothing to decide
         return out
     turns = len(state.get("turns") or []) + (
         len(update["turns"]) if isinstance(update.get("turns"), list) else 0
@@ -227,6 +230,11 @@ def account(
     if record is not None:
         return _ended(out, state, update, record)
     return _warned(out, state, update, settings)
+
+
+def _limited(settings: RunSettings) -> bool:
+    """Whether the run has a budget or a tool's call limit."""
+    return bool(settings.tool_call_limits) or any(getattr(settings, b) is not None for b in BUDGETS)
 
 
 def _spent(before: RunUsage, seconds: float, settings: RunSettings, ledger: Ledger) -> RunUsage:
@@ -328,15 +336,17 @@ class Budgets(Middleware):
         the calls an earlier attempt of this step sent and a kill hid are counted with it, at
         its prompt's tokens); counted when it answers, or when it was abandoned in flight (a
         call its server answered with an error is billed nothing: marked, never counted)."""
-        messages = [m for m in (request.system_message, *request.messages) if m is not None]
         left = scope.time_left()
         if left is not None and left <= 0:  # a middleware's retry after the time ran out
             raise EndRun({"status": STATUS, "budget": over_time(scope.state, scope)})
         sent, lost = yield from sending(scope.config)
 
+        def prompt() -> list[Any]:  # the messages sent, made only when they must be counted
+            return [m for m in (request.system_message, *request.messages) if m is not None]
+
         def retried(attempt: int, error: BaseException, delay: float) -> None:
             if timed_out(error):  # a try the caller gave up on in flight, then tried again
-                scope.ledger.model_call(scope.deps.token_counter(messages), 0, 0, *_split(scope))
+                scope.ledger.model_call(scope.deps.token_counter(prompt()), 0, 0, *_split(scope))
 
         scope.on_retry.append(retried)
         try:
@@ -346,29 +356,29 @@ class Budgets(Middleware):
         except RunOutOfTime as spent:
             abandoned = int(spent.abandoned) + lost
             scope.ledger.model_call(
-                abandoned * scope.deps.token_counter(messages), 0, 0, *_split(scope)
+                abandoned * scope.deps.token_counter(prompt()), 0, 0, *_split(scope)
             )
             raise EndRun({"status": STATUS, "budget": over_time(scope.state, scope)}) from None
         except Exception as error:
             if timed_out(error) or timed_out(error.__cause__ or error):  # given up in flight
-                scope.ledger.model_call(scope.deps.token_counter(messages), 0, 0, *_split(scope))
+                scope.ledger.model_call(scope.deps.token_counter(prompt()), 0, 0, *_split(scope))
             else:
                 yield from failed(sent)
             raise
         finally:
             scope.on_retry.remove(retried)
         message = response.result[-1] if response.result else None
-        prompt, completion, source = scope.tokens(messages, message, request.model)
-        cached = read_cached(message, prompt) if source == "usage" else 0
+        prompt_tokens, completion, source = scope.tokens(prompt, message, request.model)
+        cached = read_cached(message, prompt_tokens) if source == "usage" else 0
         if lost:
             logger.warning(
                 "%d earlier sending(s) of this call got no reply this run saw (the process was "
                 "killed): counted at %d prompt tokens each",
                 lost,
-                prompt,
+                prompt_tokens,
             )
-            scope.lost(message, lost, prompt)
-        scope.ledger.model_call(prompt * (1 + lost), completion, cached, *_split(scope))
+            scope.lost(message, lost, prompt_tokens)
+        scope.ledger.model_call(prompt_tokens * (1 + lost), completion, cached, *_split(scope))
         return response
 
     def wrap_tool_call(self, request: Any, call: Any, scope: Scope) -> Any:

@@ -17,10 +17,11 @@ from reactgraph.nodes.loop.middleware.seam import Middleware
 class Decoding(Middleware):
     """The grammar (or strict tools) of each turn's model call, when the run asks for it."""
 
+    def wraps(self, hook: str, scope: Scope) -> bool:
+        return scope.settings.constrained_decoding == "gbnf" and scope.purpose != "summary"
+
     def wrap_model_call(self, request: Any, call: Any, scope: Scope) -> Any:
         settings = scope.settings
-        if settings.constrained_decoding != "gbnf" or scope.purpose == "summary":
-            return (yield from call(request))
         names = names_of(request.tools)
         chosen = None if names == tuple(scope.deps.action_names) else names
         forced = scope.purpose == "forced"

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langgraph.errors import GraphBubbleUp
+from langgraph.runtime import get_runtime
 
 from reactgraph.nodes.calling.providers import model_name, model_url
-from reactgraph.nodes.calling.tokens import count_tokens
+from reactgraph.nodes.calling.tokens import count_tokens, read_usage
 from reactgraph.nodes.loop.formats import Deps as FormatDeps
 from reactgraph.nodes.vocabulary.effects import Effect
 
@@ -162,16 +163,22 @@ class Scope:
         return found[1] if found is not None and found[0] is message else 0
 
     def tokens(
-        self, messages: Sequence[Any], message: Any, model: Any = None
+        self, prompt: Callable[[], Sequence[Any]], message: Any, model: Any = None
     ) -> tuple[int, int, str]:
         """A model call's prompt and completion tokens and where they came from: the
-        provider's usage when it reports a sound one, else the graph's token counter (a usage
-        that cannot be right is said once per server: ``model``'s)."""
+        provider's usage when it reports a sound one, else the graph's token counter over the
+        messages ``prompt()`` gives (made only then: a long transcript's list is not copied
+        for a provider that reports its usage; a usage that cannot be right is said once per
+        server: ``model``'s)."""
         found = self.counted.get(id(message))
         if found is not None and found[0] is message:
             return found[1]
-        server = None if model is None else model_url(model) or model_name(model)
-        value = count_tokens(self.deps.token_counter, list(messages), message, server)
+        usage = read_usage(message)
+        if isinstance(usage, tuple):
+            value: tuple[int, int, str] = (*usage, "usage")
+        else:
+            server = None if model is None else model_url(model) or model_name(model)
+            value = count_tokens(self.deps.token_counter, list(prompt()), message, server)
         self.counted[id(message)] = (message, value)
         return value
 
@@ -252,8 +259,6 @@ def current(state: Mapping[str, Any], config: RunnableConfig, deps: Any, node: s
 
 def runtime_of() -> Any:
     """LangGraph's runtime of the running graph (None outside one: a node's own test)."""
-    from langgraph.runtime import get_runtime
-
     try:
         return get_runtime()
     except RuntimeError:

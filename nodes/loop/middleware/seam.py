@@ -24,6 +24,10 @@ and the loop's own, which the application's middleware has no use for:
 - ``refuses(after, settings)``: whether it will be refused without asking anyone (a tool's
   call limit), so that it is not put to a person first.
 
+A middleware whose wrapper has nothing to do in a node's run (the grammar when the run asks
+for none, the traces with no tracer provider) says so in ``wraps(hook, scope)``: its wrapper is
+then left out of that call's handlers, at no cost, rather than passing the call through.
+
 The order is LangChain's: the first of the list is the outermost wrapper; ``before_*`` hooks
 run in list order, ``after_*`` (``settle``, ``observe`` too) in reverse.
 """
@@ -31,6 +35,7 @@ run in list order, ``after_*`` (``settle``, ``observe`` too) in reverse.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from inspect import isgeneratorfunction
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any
 
@@ -118,6 +123,13 @@ class Middleware:
         """Whether the parsed Action will be refused without asking anyone."""
         return False
 
+    def wraps(self, hook: str, scope: Scope) -> bool:
+        """Whether this node's calls go through this middleware's ``hook`` (``wrap_model_call``
+        or ``wrap_tool_call``); False leaves the wrapper out of the calls' handlers, which is
+        the same as a wrapper that only passes them through. Asked once per call, only of a
+        middleware that overrides it."""
+        return True
+
 
 def _has(middleware: Middleware, hook: str) -> bool:
     claims = getattr(middleware, "has", None)
@@ -134,12 +146,37 @@ def _value(result: Any) -> Body[Any]:
     return result
 
 
-def _layer(wrap: Callable[..., Any], inner: Callable[[Any], Body[Any]], scope: Scope) -> Any:
-    """One middleware's wrapper around ``inner``, as a handler. A closure of its own: a handler
-    that named itself (a recursive builder's) would make a reference cycle per call, which
-    only the garbage collector frees, with the request, the scope and LangGraph's runtime
-    held until it does (``tests/test_seam_garbage.py``)."""
+def _layer(
+    wrap: Callable[..., Any], inner: Callable[[Any], Body[Any]], scope: Scope, body: bool
+) -> Any:
+    """One middleware's wrapper around ``inner``, as a handler (``body``: the wrapper is a
+    generator function, whose call is the handler's body as it is). A closure of its own: a
+    handler that named itself (a recursive builder's) would make a reference cycle per call,
+    which only the garbage collector frees, with the request, the scope and LangGraph's
+    runtime held until it does (``tests/test_seam_garbage.py``)."""
+    if body:
+        return lambda request: wrap(request, inner, scope)
     return lambda request: _value(wrap(request, inner, scope))
+
+
+Layers = tuple[tuple[Callable[..., Any], bool, Callable[[str, Scope], bool] | None], ...]
+
+
+def _wraps_of(middleware: Middleware) -> Callable[[str, Scope], bool] | None:
+    """The middleware's ``wraps``, when it has one of its own (None: it always wraps)."""
+    own = getattr(type(middleware), "wraps", None)
+    if own is None or own is Middleware.wraps:
+        return None
+    return middleware.wraps
+
+
+def _wrapped(layers: Layers, hook: str, request: Any, scope: Scope, inner: Any) -> Body[Any]:
+    """``request`` through the wrappers (``layers``, innermost first) that wrap this call."""
+    handler = inner
+    for wrap, body, wraps in layers:  # built inside out, the first outermost
+        if wraps is None or wraps(hook, scope):
+            handler = _layer(wrap, handler, scope, body)
+    return (yield from handler(request))
 
 
 class Chain:
@@ -152,6 +189,17 @@ class Chain:
         self._own = {
             hook: tuple(m for m in found if not getattr(m, "application", False))
             for hook, found in self._with.items()
+        }
+        # The wrappers of each call, innermost first (the loop's own alone too), each bound
+        # once, with whether it is a generator function (its call is then the handler's body)
+        # and the middleware's own ``wraps``, if it has one.
+        self._layers = {
+            (hook, own): tuple(
+                (getattr(m, hook), isgeneratorfunction(getattr(m, hook)), _wraps_of(m))
+                for m in reversed(found[hook])
+            )
+            for hook in ("wrap_model_call", "wrap_tool_call")
+            for own, found in ((False, self._with), (True, self._own))
         }
 
     def having(self, hook: str) -> tuple[Middleware, ...]:
@@ -189,23 +237,15 @@ class Chain:
         """The model call through every ``wrap_model_call``, the first outermost; ``send``
         makes it. ``own_only``: through the loop's own middleware alone (a summary's call: an
         application's middleware wraps the agent's calls, as in ``create_agent``)."""
-        layers = (self._own if own_only else self._with)["wrap_model_call"]
-        return self._wrapped(layers, "wrap_model_call", request, scope, send)
+        layers = self._layers["wrap_model_call", own_only]
+        return _wrapped(layers, "wrap_model_call", request, scope, send)
 
     def tool_call(self, request: ToolCallRequest, scope: Scope, execute: ToolCallFn) -> Body:
         """The tool call through every ``wrap_tool_call``; ``execute`` runs the tool."""
         call = request.tool_call
         scope.asked[str(call.get("id"))] = (str(call.get("name")), call.get("args"))
-        layers = self._with["wrap_tool_call"]
-        return self._wrapped(layers, "wrap_tool_call", request, scope, execute)
-
-    def _wrapped(
-        self, layers: tuple[Middleware, ...], hook: str, request: Any, scope: Scope, inner: Any
-    ) -> Body[Any]:
-        handler = inner
-        for middleware in reversed(layers):  # built inside out, the first outermost
-            handler = _layer(getattr(middleware, hook), handler, scope)
-        return (yield from handler(request))
+        layers = self._layers["wrap_tool_call", False]
+        return _wrapped(layers, "wrap_tool_call", request, scope, execute)
 
     def node_entered(self, scope: Scope) -> None:
         """Every ``node_entered`` hook."""

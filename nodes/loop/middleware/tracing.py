@@ -324,7 +324,8 @@ class Tracing(Middleware):
         return scope.settings.model_name or self.model
 
     def node_entered(self, scope: Scope) -> None:
-        node_entered(scope.node, scope.state, self.variant, None)
+        if scope.state.get("trace"):  # a traced run's (no segment to bring back otherwise)
+            node_entered(scope.node, scope.state, self.variant, None)
 
     def node_failed(self, scope: Scope, error: BaseException) -> None:
         node_failed(scope.node, scope.state, error)
@@ -336,9 +337,10 @@ class Tracing(Middleware):
         model = self._model(scope)
         return node_done(scope.node, state, update, merged, self.variant, model, self.tools)
 
+    def wraps(self, hook: str, scope: Scope) -> bool:
+        return enabled()
+
     def wrap_model_call(self, request: Any, call: Any, scope: Scope) -> Any:
-        if not enabled():
-            return (yield from call(request))
         messages = [m for m in (request.system_message, *request.messages) if m is not None]
         model = model_name(request.model) or self._model(scope)
         span = chat_started(scope.state, model, scope.purpose, messages)
@@ -354,12 +356,11 @@ class Tracing(Middleware):
                 scope.on_retry.remove(span.retry)
         if span is not None:
             message = response.result[-1] if response.result else None
-            chat_ended(span, _reply_of(message, scope.tokens(messages, message, request.model)))
+            prompt = scope.tokens(lambda: messages, message, request.model)
+            chat_ended(span, _reply_of(message, prompt))
         return response
 
     def wrap_tool_call(self, request: Any, call: Any, scope: Scope) -> Any:
-        if not enabled():
-            return (yield from call(request))
         span = tool_started(scope.state, request)
         try:
             message = yield from call(request)
