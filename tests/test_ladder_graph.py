@@ -311,6 +311,23 @@ def test_a_rung_may_differ_in_settings_alone(run: Runner) -> None:
     assert grammars == [False, False, True]
 
 
+def test_a_fault_moves_up_to_a_rung_with_a_grammar_within_the_same_call(run: Runner) -> None:
+    """The rung reached after a fault, in the same model call, is asked with its own grammar
+    (the grammar's wrapper asks at each actual call, not once per call of the node)."""
+    model = FakeChatModel(replies=[down, final("text", "48")])
+    graph = build_graph(
+        "transcript",
+        model=model,
+        tools=[ToolLog().echo()],
+        escalate_to=[Rung(model, constrained_decoding="gbnf")],
+    )
+    out = run(graph, {"question": "q"})
+    assert out["answer"] == "48"
+    assert [e["reason"] for e in out["escalations"]] == ["fault"]
+    grammars = ["grammar" in str(c["options"].get("extra_body")) for c in model.calls]
+    assert grammars == [False, True]
+
+
 @pytest.mark.parametrize("action_format", FORMATS)
 def test_a_new_run_on_the_thread_starts_on_its_own_model(action_format: str, run: Runner) -> None:
     small = [unusable(action_format)] * 2 + [final(action_format, "small's")]

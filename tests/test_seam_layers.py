@@ -74,9 +74,34 @@ def test_a_wrapper_is_left_out_of_the_calls_its_middleware_does_not_wrap(wrap: b
     assert drive(chain.model_call("request", a_scope(wrap), sent(log))) == "reply"
     middle = ["b in"] if wrap else []
     after = ["b out"] if wrap else []
-    # Asked while the handlers are built, innermost first; then the call, the first outermost.
-    called = ["a in", *middle, "c plain", "sent request", *after, "a out"]
-    assert log == ["b asked wrap_model_call", *called]
+    # The first outermost; b asked when the call reaches it.
+    assert log == [
+        "a in",
+        "b asked wrap_model_call",
+        *middle,
+        "c plain",
+        "sent request",
+        *after,
+        "a out",
+    ]
+
+
+class Retrying(Named):
+    """Calls its handler twice, the node's run changed in between (as a model ladder moves to
+    a rung with settings of its own after a fault)."""
+
+    def wrap_model_call(self, request: Any, call: Any, scope: Scope) -> Any:
+        yield from call(request)
+        scope.marks["wrap"] = True
+        return (yield from call(request))
+
+
+def test_a_middleware_is_asked_at_each_actual_call() -> None:
+    log: list[str] = []
+    chain = Chain([Retrying("r", log), Choosing("b", log)])
+    assert drive(chain.model_call("request", a_scope(False), sent(log))) == "reply"
+    asked = "b asked wrap_model_call"
+    assert log == [asked, "sent request", asked, "b in", "sent request", "b out"]
 
 
 def test_a_middleware_with_no_wraps_of_its_own_is_never_asked() -> None:

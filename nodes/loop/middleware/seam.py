@@ -24,9 +24,9 @@ and the loop's own, which the application's middleware has no use for:
 - ``refuses(after, settings)``: whether it will be refused without asking anyone (a tool's
   call limit), so that it is not put to a person first.
 
-A middleware whose wrapper has nothing to do in a node's run (the grammar when the run asks
-for none, the traces with no tracer provider) says so in ``wraps(hook, scope)``: its wrapper is
-then left out of that call's handlers, at no cost, rather than passing the call through.
+A middleware whose wrapper has nothing to do in a call (the grammar when the run asks for none,
+the traces with no tracer provider) says so in ``wraps(hook, scope)``: the call then goes
+straight past it, with no generator of its own, rather than passing through it.
 
 The order is LangChain's: the first of the list is the outermost wrapper; ``before_*`` hooks
 run in list order, ``after_*`` (``settle``, ``observe`` too) in reverse.
@@ -124,10 +124,10 @@ class Middleware:
         return False
 
     def wraps(self, hook: str, scope: Scope) -> bool:
-        """Whether this node's calls go through this middleware's ``hook`` (``wrap_model_call``
-        or ``wrap_tool_call``); False leaves the wrapper out of the calls' handlers, which is
-        the same as a wrapper that only passes them through. Asked once per call, only of a
-        middleware that overrides it."""
+        """Whether a call goes through this middleware's ``hook`` (``wrap_model_call`` or
+        ``wrap_tool_call``); False passes it straight to the next handler, which is the same
+        as a wrapper that only passes it through, at no cost. Asked at each actual call (an
+        outer middleware's retry asks again), only of a middleware that overrides it."""
         return True
 
 
@@ -147,13 +147,31 @@ def _value(result: Any) -> Body[Any]:
 
 
 def _layer(
-    wrap: Callable[..., Any], inner: Callable[[Any], Body[Any]], scope: Scope, body: bool
+    wrap: Callable[..., Any],
+    inner: Callable[[Any], Body[Any]],
+    scope: Scope,
+    body: bool,
+    wraps: Callable[[str, Scope], bool] | None,
+    hook: str,
 ) -> Any:
     """One middleware's wrapper around ``inner``, as a handler (``body``: the wrapper is a
-    generator function, whose call is the handler's body as it is). A closure of its own: a
-    handler that named itself (a recursive builder's) would make a reference cycle per call,
-    which only the garbage collector frees, with the request, the scope and LangGraph's
-    runtime held until it does (``tests/test_seam_garbage.py``)."""
+    generator function, whose call is the handler's body as it is). With ``wraps``, each call
+    through it first asks whether it wraps that call, as the scope then stands (a ladder's
+    rung, moved up by an earlier attempt of the same call, has settings of its own), and goes
+    straight to ``inner`` when it does not. Closures of their own: a handler that named itself
+    (a recursive builder's) would make a reference cycle per call, which only the garbage
+    collector frees, with the request, the scope and LangGraph's runtime held until it does
+    (``tests/test_seam_garbage.py``)."""
+    call = _through(wrap, inner, scope, body)
+    if wraps is None:
+        return call
+    return lambda request: call(request) if wraps(hook, scope) else inner(request)
+
+
+def _through(
+    wrap: Callable[..., Any], inner: Callable[[Any], Body[Any]], scope: Scope, body: bool
+) -> Callable[[Any], Body[Any]]:
+    """The handler that calls ``wrap`` around ``inner``."""
     if body:
         return lambda request: wrap(request, inner, scope)
     return lambda request: _value(wrap(request, inner, scope))
@@ -171,11 +189,10 @@ def _wraps_of(middleware: Middleware) -> Callable[[str, Scope], bool] | None:
 
 
 def _wrapped(layers: Layers, hook: str, request: Any, scope: Scope, inner: Any) -> Body[Any]:
-    """``request`` through the wrappers (``layers``, innermost first) that wrap this call."""
+    """``request`` through the wrappers (``layers``, innermost first)."""
     handler = inner
     for wrap, body, wraps in layers:  # built inside out, the first outermost
-        if wraps is None or wraps(hook, scope):
-            handler = _layer(wrap, handler, scope, body)
+        handler = _layer(wrap, handler, scope, body, wraps, hook)
     return (yield from handler(request))
 
 
