@@ -123,7 +123,11 @@ def test_a_call_through_the_loops_own_middleware_alone_leaves_the_applications_o
 @pytest.fixture
 def entered(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often each of the loop's own wrappers is entered (patched before the graph is
-    built: the chain binds its wrappers once)."""
+    built: the chain binds its wrappers once), with no tracer provider (the process's own is
+    global: a worker may hold one another test set)."""
+    from reactgraph.nodes.loop.middleware import tracing
+
+    monkeypatch.setattr(tracing, "enabled", lambda: False)
     counts: dict[str, int] = {}
     for kind, hook in [
         (Decoding, "wrap_model_call"),
