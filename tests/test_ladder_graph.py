@@ -291,16 +291,20 @@ def test_each_rung_is_priced_at_its_own_prices_and_budgets_count_every_rung(
     assert out["status"] == "budget_exhausted" and len(big.calls) == 1
 
 
-def test_a_rung_may_differ_in_settings_alone(run: Runner) -> None:
-    """The same model, asked with a grammar on the second rung."""
-    model = FakeChatModel(replies=[unusable("text")] * 2 + [final("text", "48")])
-    graph = build_graph(
+def grammar_rung_graph(model: FakeChatModel) -> Any:
+    """A text-format graph of ``model`` whose one rung is the same model with a grammar."""
+    return build_graph(
         "transcript",
         model=model,
         tools=[ToolLog().echo()],
         escalate_to=[Rung(model, constrained_decoding="gbnf")],
     )
-    out = run(graph, {"question": "q"})
+
+
+def test_a_rung_may_differ_in_settings_alone(run: Runner) -> None:
+    """The same model, asked with a grammar on the second rung."""
+    model = FakeChatModel(replies=[unusable("text")] * 2 + [final("text", "48")])
+    out = run(grammar_rung_graph(model), {"question": "q"})
     assert out["answer"] == "48"
     assert [t["model"] for t in out["turns"]] == [
         "scripted",
@@ -315,13 +319,7 @@ def test_a_fault_moves_up_to_a_rung_with_a_grammar_within_the_same_call(run: Run
     """The rung reached after a fault, in the same model call, is asked with its own grammar
     (the grammar's wrapper asks at each actual call, not once per call of the node)."""
     model = FakeChatModel(replies=[down, final("text", "48")])
-    graph = build_graph(
-        "transcript",
-        model=model,
-        tools=[ToolLog().echo()],
-        escalate_to=[Rung(model, constrained_decoding="gbnf")],
-    )
-    out = run(graph, {"question": "q"})
+    out = run(grammar_rung_graph(model), {"question": "q"})
     assert out["answer"] == "48"
     assert [e["reason"] for e in out["escalations"]] == ["fault"]
     grammars = ["grammar" in str(c["options"].get("extra_body")) for c in model.calls]

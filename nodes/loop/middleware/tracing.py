@@ -77,9 +77,9 @@ from reactgraph.nodes.vocabulary.reducers import after
 
 @observer()
 def node_entered(node: str, state: Mapping[str, Any], variant: str, model: str | None) -> None:
-    """Before a node runs: the run's segment is live in this process (opened when the run was
-    started or paused elsewhere)."""
-    if node != "start_run" and state.get("trace") and api() is not None:
+    """Before a node of a traced run (its state holds ``trace``) runs: the run's segment is live
+    in this process (opened when the run was started or paused elsewhere)."""
+    if node != "start_run" and api() is not None:
         live(state, variant, model)
 
 
@@ -324,7 +324,7 @@ class Tracing(Middleware):
         return scope.settings.model_name or self.model
 
     def node_entered(self, scope: Scope) -> None:
-        if scope.state.get("trace"):  # a traced run's (no segment to bring back otherwise)
+        if scope.state.get("trace"):  # a traced run's: no segment to bring back otherwise
             node_entered(scope.node, scope.state, self.variant, None)
 
     def node_failed(self, scope: Scope, error: BaseException) -> None:
