@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
+from pydantic import Field
 
 from reactgraph import build_graph
 from reactgraph.models import chat_model
@@ -83,3 +84,33 @@ def test_streamed_tokens_add_up_to_the_stored_message(
         else llm.prompts
     )
     assert sent and not any("  \n" in text for text in sent)
+
+
+class HandlersSeen(FakeChatModel):
+    """The fake, noting the callback handlers each call ran with (by class name)."""
+
+    seen: list[list[str]] = Field(default_factory=list)
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        self.seen.append([type(h).__name__ for h in (run_manager.handlers if run_manager else [])])
+        return super()._generate(messages, stop, run_manager, **kw)
+
+
+@pytest.mark.parametrize("listened", [False, True])
+def test_a_call_nobody_listens_to_goes_out_without_the_loops_handlers(listened: bool) -> None:
+    """``HardBreaks`` and ``RawCalls`` copy the call's callback manager: a plain ``invoke`` with
+    no callbacks has nobody to show tokens to, so the call goes without them (a tenth of a
+    turn's cost); a messages stream still gets the hard breaks first."""
+    llm = HandlersSeen(replies=list(SEED))
+    graph = build_graph("transcript", model=llm, tools=[search_tools()[0], calculator])
+    if listened:
+        _, final = streamed(graph, "sync")
+    else:
+        final = graph.invoke({"question": "q"})
+    assert final["answer"] == "48" and len(llm.seen) == 4
+    for handlers in llm.seen:
+        if listened:
+            assert handlers[0] == "HardBreaks" and "RawCalls" in handlers, handlers
+        else:
+            assert not {"HardBreaks", "RawCalls"} & set(handlers), handlers
+    assert [t["reply"] for t in final["turns"]] == SEED

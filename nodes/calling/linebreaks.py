@@ -8,7 +8,9 @@ The tokens LangGraph streams (``stream_mode="messages"``) are the model's own, w
 a turn on one line until the stored message replaces them. ``HardBreaks`` is a callback that
 runs before LangGraph's: it puts the same hard breaks into each streamed chunk, and into the
 reply of a model that does not stream, before the messages stream reads them. ``plain`` takes
-them out of the reply again, so the loop parses and records what the model wrote.
+them out of the reply again, so the loop parses and records what the model wrote. A call
+nothing listens to (no handler in its config or on its model, a model that does not stream a
+plain call itself: a plain ``invoke``) goes without it (``streaming.ModelCall``).
 
 It relies on callbacks running in their list's order (langchain-core runs inline handlers in
 order, sync and async); ``tests/test_linebreaks.py`` fails if that stops being true.

@@ -122,6 +122,17 @@ class RawCalls(BaseCallbackHandler):
         return reread_calls(reply, joined.tool_call_chunks)
 
 
+def _heard(model: BaseChatModel, config: RunnableConfig | None) -> bool:
+    """Whether anything besides the loop listens to the call: a callback handler in its config
+    (a messages stream, a tracer) or on the model, or a model that streams a plain call itself.
+    A call nobody hears needs neither ``HardBreaks`` nor ``RawCalls``, whose copies of the
+    callback manager are a tenth of a turn's own cost (docs/performance.md)."""
+    callbacks = (config or {}).get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        callbacks = callbacks.handlers or callbacks.inheritable_handlers
+    return bool(callbacks or model.callbacks or getattr(model, "streaming", None) is True)
+
+
 def _said(message: Any) -> bool:
     """Whether a reply holds text or a tool call."""
     return bool(
@@ -253,6 +264,10 @@ async def agather(
     return _usage_noted(model, _whole(model, _joined(chunks)), unread or refused)
 
 
+# The ``abandoned`` of a call without a deadline: nothing gives up on it (never set).
+_NEVER = threading.Event()
+
+
 @dataclass(frozen=True)
 class ModelCall:
     """One request to the model, within ``deadline`` seconds when it has one; streamed when
@@ -271,21 +286,32 @@ class ModelCall:
         forced = self.plain and openai_family(self.model)
         return {**self.arguments, "stream": False} if forced else self.arguments
 
+    def _config(self) -> tuple[RunnableConfig | None, RawCalls | None]:
+        """The call's config and the ``RawCalls`` a plain call reads its reply with, when
+        anything listens to the call (``_heard``); else the config as it is, and none."""
+        if not _heard(self.model, self.config):
+            return self.config, None
+        return with_hard_breaks(self.config), RawCalls()
+
     def run(self) -> Any:
         """The reply (as the model wrote it; ``reactgraph.nodes.calling.linebreaks``)."""
-        config = with_hard_breaks(self.config)
-        abandoned = threading.Event()
+        config, raw = self._config()
+        abandoned = threading.Event() if self.deadline is not None else _NEVER
 
         def call() -> Any:
             streamed = not self.plain and streamchoice.mode(self.model) == "stream"
             with replies.reading(self.model):
                 if streamed:
                     return gather(self.model, self.messages, config, self.arguments, abandoned)
-                raw = RawCalls()
-                reply = self.model.invoke(
-                    self.messages, raw.config(config), **self._plain_arguments()
-                )
-                return _checked(self.model, raw.read(reply), self.plain)
+                if raw is None:
+                    reply = self.model.invoke(self.messages, config, **self._plain_arguments())
+                else:
+                    reply = raw.read(
+                        self.model.invoke(
+                            self.messages, raw.config(config), **self._plain_arguments()
+                        )
+                    )
+                return _checked(self.model, reply, self.plain)
 
         if self.deadline is None:
             return plain(call())
@@ -295,19 +321,24 @@ class ModelCall:
             abandoned.set()  # a stream closes at its next chunk
             raise
 
-    async def _call(self, config: RunnableConfig | None) -> Any:
+    async def _call(self) -> Any:
+        config, raw = self._config()
         streamed = not self.plain and streamchoice.mode(self.model) == "stream"
         with replies.reading(self.model):
             if streamed:
                 return await agather(self.model, self.messages, config, self.arguments)
-            raw = RawCalls()
-            reply = await self.model.ainvoke(
-                self.messages, raw.config(config), **self._plain_arguments()
-            )
-            return _checked(self.model, raw.read(reply), self.plain)
+            if raw is None:
+                reply = await self.model.ainvoke(self.messages, config, **self._plain_arguments())
+            else:
+                reply = raw.read(
+                    await self.model.ainvoke(
+                        self.messages, raw.config(config), **self._plain_arguments()
+                    )
+                )
+            return _checked(self.model, reply, self.plain)
 
     async def arun(self) -> Any:
-        call = self._call(with_hard_breaks(self.config))
+        call = self._call()
         if self.deadline is None:
             return plain(await call)
         try:

@@ -99,12 +99,36 @@ def reply_message(
     content = "" if not reply["text"] and reply.get("tool_calls") else shown(reply["text"])
     if reading is None:
         return AIMessage(content, id=ai_id)
+    return AIMessage(content, id=ai_id, tool_calls=_tool_calls(reading, base, tools or {}))
+
+
+def _tool_calls(
+    reading: Mapping[str, Any], base: str, tools: Mapping[str, BaseTool]
+) -> list[dict[str, Any]]:
+    """A read reply's tool calls: each of a reply of several calls (``parallel_tool_calls``),
+    else its one."""
     several = reading.get("actions")
-    if several:  # a reply of several calls (``parallel_tool_calls``): each its tool call
-        made = [_tool_call(r, f"call-{base}-{i}", tools or {}) for i, r in enumerate(several, 1)]
-        return AIMessage(content, id=ai_id, tool_calls=made)
-    call = _tool_call(reading, f"call-{base}", tools or {})
-    return AIMessage(content, id=ai_id, tool_calls=[call])
+    if several:
+        return [_tool_call(r, f"call-{base}-{i}", tools) for i, r in enumerate(several, 1)]
+    return [_tool_call(reading, f"call-{base}", tools)]
+
+
+def _given_calls(
+    state: Mapping[str, Any], base: str, reading: Mapping[str, Any], tools: Mapping[str, BaseTool]
+) -> AIMessage:
+    """The read reply's AI message, given its tool calls: a copy of the message ``call_model``
+    wrote (the same reply, so the same text), which skips validating it again; made anew when
+    the chat's last message is not that one (a budget's ending came after it)."""
+    reply = state["reply"]
+    messages = state.get("messages")
+    last = messages[-1] if messages else None
+    if (
+        type(last) is AIMessage
+        and not last.tool_calls
+        and last.id == (reply.get("message_id") or f"{base}-ai")
+    ):
+        return last.model_copy(update={"tool_calls": _tool_calls(reading, base, tools)})
+    return reply_message(reply, base, reading, tools)
 
 
 def not_run_message(turn: Turn, base: str) -> ToolMessage:
@@ -206,7 +230,7 @@ def chat_update(
     parsed = update.get("parsed")
     if parsed is not None and "turns" not in update and not update.get("status"):
         # parse_reply, an action or an unreadable reply: the message gets its tool call.
-        return [reply_message(state["reply"], base, parsed, tools)]
+        return [_given_calls(state, base, parsed, tools)]
     added = _question_messages(state, update, run) if "run" in update else []
     added.extend(compaction_message(record, run) for record in _listed(update, "compactions"))
     replaced: list[BaseMessage] = []

@@ -212,8 +212,9 @@ Replaced: DeltaChannel[Any] = DeltaChannel(latest, snapshot_frequency=1)
 Earlier: DeltaChannel[Any] = DeltaChannel(kept_runs, snapshot_frequency=1)
 
 
-# Channels whose updates are appended to what the state holds.
+# Channels whose updates are appended to what the state holds, and what such an update is.
 _APPENDED = ("turns", "compactions", "messages")
+_ITEMS = (list, tuple)
 
 
 class _Joined(Sequence[Any]):
@@ -242,6 +243,6 @@ def after(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]
     """The state as a node's update leaves it, for that node's router."""
     merged = {**state, **update}
     for key in _APPENDED:
-        if isinstance(update.get(key), list | tuple):
+        if isinstance(update.get(key), _ITEMS):
             merged[key] = _Joined(state.get(key) or [], list(update[key]))
     return merged

@@ -59,6 +59,8 @@ def new_turn(
 
 def log_turn(turn: Turn) -> None:
     """One INFO line of figures per turn, and the turn's text."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
     latency = "-" if turn["tool_latency_s"] is None else f"{turn['tool_latency_s']:.3f}s"
     logger.info(
         "turn %d %s: tool %s, model %.3fs, tokens %d prompt + %d completion (%s)",

@@ -24,6 +24,7 @@ The record of a model call before it is sent, which a kill cannot hide, is ``sen
 from __future__ import annotations
 
 import logging
+import operator
 import time
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -36,7 +37,7 @@ from reactgraph.nodes.loop.middleware.sending import failed, sending
 from reactgraph.nodes.vocabulary import prompts
 from reactgraph.nodes.vocabulary.endings import budget_fields, figure
 from reactgraph.nodes.vocabulary.run_settings import RunSettings
-from reactgraph.nodes.vocabulary.state import BudgetRecord, ModelUsage, RunUsage
+from reactgraph.nodes.vocabulary.state import BudgetRecord, RunUsage
 from reactgraph.nodes.vocabulary.turns import new_turn
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ WARN_SHARE = 0.8
 STATUS = "budget_exhausted"
 BUDGETS = ("max_run_tokens", "max_run_cost", "max_run_seconds")
 """The budgets that end a run, in the order they are looked at."""
+_BUDGETS_OF = operator.attrgetter(*BUDGETS)
 LIMIT_PREFIX = "tool_call_limits."
 """A tool's limit's name in ``budget_warned``: ``tool_call_limits.search``."""
 
@@ -177,31 +179,19 @@ def _added(usage: RunUsage, ledger: Ledger) -> RunUsage:
     """The spend with what a node's run added: every model call it made (a middleware's
     retries, fallbacks and own calls, the summaries), every tool call that started."""
     total = RunUsage(**usage)
+    total.setdefault("cache_read_tokens", 0)
+    if not ledger.model_calls and not ledger.tool_calls:  # a node that called nothing
+        return total
     total["tool_calls"] = dict(usage["tool_calls"])
     total["prompt_tokens"] += ledger.prompt_tokens
     total["completion_tokens"] += ledger.completion_tokens
-    total["cache_read_tokens"] = usage.get("cache_read_tokens", 0) + ledger.cache_read_tokens
+    total["cache_read_tokens"] += ledger.cache_read_tokens
     total["total_tokens"] = total["prompt_tokens"] + total["completion_tokens"]
     for name, calls in ledger.tool_calls.items():
         total["tool_calls"][name] = total["tool_calls"].get(name, 0) + calls
     if "by_model" in usage:
-        total["by_model"] = split_by_model(usage["by_model"], ledger)
+        total["by_model"] = ledger.split(usage["by_model"])
     return total
-
-
-def split_by_model(before: Mapping[str, ModelUsage], ledger: Ledger) -> dict[str, ModelUsage]:
-    """A run's spend by model with what a node's calls added (``Ledger.by_model``)."""
-    split = {name: ModelUsage(**entry) for name, entry in before.items()}
-    for name, (prompt, completion, calls, cost) in ledger.by_model.items():
-        entry = split.setdefault(
-            name, ModelUsage(prompt_tokens=0, completion_tokens=0, calls=0, cost=None)
-        )
-        entry["prompt_tokens"] += prompt
-        entry["completion_tokens"] += completion
-        entry["calls"] += calls
-        if cost is not None:
-            entry["cost"] = (entry["cost"] or 0.0) + cost
-    return split
 
 
 def account(
@@ -233,8 +223,8 @@ def account(
 
 
 def _limited(settings: RunSettings) -> bool:
-    """Whether the run has a budget or a tool's call limit."""
-    return bool(settings.tool_call_limits) or any(getattr(settings, b) is not None for b in BUDGETS)
+    """Whether the run has a budget or a tool's call limit (the budgets read in C)."""
+    return bool(settings.tool_call_limits) or _BUDGETS_OF(settings).count(None) < len(BUDGETS)
 
 
 def _spent(before: RunUsage, seconds: float, settings: RunSettings, ledger: Ledger) -> RunUsage:

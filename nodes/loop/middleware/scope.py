@@ -19,6 +19,7 @@ from reactgraph.nodes.calling.providers import model_name, model_url
 from reactgraph.nodes.calling.tokens import count_tokens, read_usage
 from reactgraph.nodes.loop.formats import Deps as FormatDeps
 from reactgraph.nodes.vocabulary.effects import Effect
+from reactgraph.nodes.vocabulary.state import ModelUsage
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -62,7 +63,7 @@ def cost_of(
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class Ledger:
     """What one node's run spent: every model call made (a middleware's retries and fallbacks,
     its own calls to a model too) and every tool call that started."""
@@ -109,42 +110,60 @@ class Ledger:
         """One call of the tool ``name`` started."""
         self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
 
+    def split(self, before: Mapping[str, ModelUsage]) -> dict[str, ModelUsage]:
+        """A run's spend by model (``usage["by_model"]``) with what these calls added."""
+        split = {name: ModelUsage(**entry) for name, entry in before.items()}
+        for name, (prompt, completion, calls, cost) in self.by_model.items():
+            entry = split.setdefault(
+                name, ModelUsage(prompt_tokens=0, completion_tokens=0, calls=0, cost=None)
+            )
+            entry["prompt_tokens"] += prompt
+            entry["completion_tokens"] += completion
+            entry["calls"] += calls
+            if cost is not None:
+                entry["cost"] = (entry["cost"] or 0.0) + cost
+        return split
 
-@dataclass
+
+@dataclass(slots=True)
 class Scope:
     """One node's run, as its middleware share it: the node, the state it started from, its
     config, the run's settings, the graph's objects, what it spent, and by when its calls must
-    end (``deadline``, ``time.monotonic()``: a budget's time left; None when unbounded)."""
+    end (``deadline``, ``time.monotonic()``: a budget's time left; None when unbounded). Made
+    for every node's run: slotted, and given only its first five fields (the others start
+    empty), which keeps it cheap."""
 
     node: str
     state: Mapping[str, Any]
     config: RunnableConfig
     settings: RunSettings
     deps: Deps
-    ledger: Ledger = field(default_factory=Ledger)
-    started: float = field(default_factory=time.monotonic)
+    ledger: Ledger = field(default_factory=Ledger, init=False)
+    started: float = field(default_factory=time.monotonic, init=False)
     """When the node's run began (``time.monotonic()``)."""
-    deadline: float | None = None
-    purpose: str = "turn"
+    deadline: float | None = field(default=None, init=False)
+    purpose: str = field(default="turn", init=False)
     """What the node's model call is for: ``turn``, ``forced`` or ``summary``."""
-    on_retry: list[Callable[[int, BaseException, float], None]] = field(default_factory=list)
+    on_retry: list[Callable[[int, BaseException, float], None]] = field(
+        default_factory=list, init=False
+    )
     """Told of each retry of the model call in flight (the traces' chat span)."""
-    seconds: float = 0.0
+    seconds: float = field(default=0.0, init=False)
     """The node's wall time, once its body is done (what ``settle`` counts)."""
-    counted: dict[int, tuple[Any, tuple[int, int, str]]] = field(default_factory=dict)
+    counted: dict[int, tuple[Any, tuple[int, int, str]]] = field(default_factory=dict, init=False)
     """Each reply's tokens, counted once (the budgets, the traces and the turn record ask)."""
-    chat_notes: list[str] = field(default_factory=list)
+    chat_notes: list[str] = field(default_factory=list, init=False)
     """What a middleware has the chat view show after this node's messages (a budget's
     warning, which the model reads inside an Observation that chat clients fold away)."""
-    lost_calls: dict[int, tuple[Any, int]] = field(default_factory=dict)
+    lost_calls: dict[int, tuple[Any, int]] = field(default_factory=dict, init=False)
     """By reply: the earlier sendings of its call a kill hid (counted with it)."""
-    calling: str | None = None
+    calling: str | None = field(default=None, init=False)
     """The name a middleware gave the model of the call in flight (the model ladder's rung),
     by which the spend is split (``Ledger.by_model``); None: not split."""
-    marks: dict[str, Any] = field(default_factory=dict)
+    marks: dict[str, Any] = field(default_factory=dict, init=False)
     """What a middleware keeps between its hooks for this node's run (what a call decided
     that its ``settle`` then writes), under keys of its own."""
-    asked: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    asked: dict[str, tuple[str, Any]] = field(default_factory=dict, init=False)
     """By call id: each tool call as the node made it (name, arguments), before any
     middleware changed it (what a person's decision was given on)."""
 

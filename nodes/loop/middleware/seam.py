@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from inspect import isgeneratorfunction
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from reactgraph.nodes.loop.middleware.scope import Body, Scope
 
@@ -131,12 +132,25 @@ class Middleware:
         return True
 
 
-def _has(middleware: Middleware, hook: str) -> bool:
+_CLASS_HOOKS: WeakKeyDictionary[type, tuple[str, ...]] = WeakKeyDictionary()
+
+
+def _hooks(middleware: Middleware) -> tuple[str, ...]:
+    """The hooks ``middleware`` has: those its class overrides (looked at once per class), or
+    an adapter's, those of what it adapts."""
     claims = getattr(middleware, "has", None)
     if callable(claims):  # an adapter: the hooks of what it adapts
-        return bool(claims(hook))
-    own = getattr(type(middleware), hook, None)
-    return own is not None and own is not getattr(Middleware, hook)
+        return tuple(hook for hook in HOOKS if claims(hook))
+    kind = type(middleware)
+    found = _CLASS_HOOKS.get(kind)
+    if found is None:
+        found = tuple(
+            hook
+            for hook in HOOKS
+            if getattr(kind, hook, None) not in (None, getattr(Middleware, hook))
+        )
+        _CLASS_HOOKS[kind] = found
+    return found
 
 
 def _value(result: Any) -> Body[Any]:
@@ -153,28 +167,24 @@ def _layer(
     body: bool,
     wraps: Callable[[str, Scope], bool] | None,
     hook: str,
-) -> Any:
+) -> Callable[[Any], Body[Any]]:
     """One middleware's wrapper around ``inner``, as a handler (``body``: the wrapper is a
     generator function, whose call is the handler's body as it is). With ``wraps``, each call
     through it first asks whether it wraps that call, as the scope then stands (a ladder's
     rung, moved up by an earlier attempt of the same call, has settings of its own), and goes
-    straight to ``inner`` when it does not. Closures of their own: a handler that named itself
-    (a recursive builder's) would make a reference cycle per call, which only the garbage
-    collector frees, with the request, the scope and LangGraph's runtime held until it does
-    (``tests/test_seam_garbage.py``)."""
-    call = _through(wrap, inner, scope, body)
+    straight to ``inner`` when it does not. Closures of their own, one per layer and call: a
+    handler that named itself (a recursive builder's) would make a reference cycle per call,
+    which only the garbage collector frees, with the request, the scope and LangGraph's
+    runtime held until it does (``tests/test_seam_garbage.py``)."""
     if wraps is None:
-        return call
-    return lambda request: call(request) if wraps(hook, scope) else inner(request)
-
-
-def _through(
-    wrap: Callable[..., Any], inner: Callable[[Any], Body[Any]], scope: Scope, body: bool
-) -> Callable[[Any], Body[Any]]:
-    """The handler that calls ``wrap`` around ``inner``."""
+        if body:
+            return lambda request: wrap(request, inner, scope)
+        return lambda request: _value(wrap(request, inner, scope))
     if body:
-        return lambda request: wrap(request, inner, scope)
-    return lambda request: _value(wrap(request, inner, scope))
+        return lambda request: wrap(request, inner, scope) if wraps(hook, scope) else inner(request)
+    return lambda request: (
+        _value(wrap(request, inner, scope)) if wraps(hook, scope) else inner(request)
+    )
 
 
 Layers = tuple[tuple[Callable[..., Any], bool, Callable[[str, Scope], bool] | None], ...]
@@ -202,11 +212,20 @@ class Chain:
 
     def __init__(self, middleware: Sequence[Middleware]) -> None:
         self.middleware = tuple(middleware)
-        self._with = {hook: tuple(m for m in self.middleware if _has(m, hook)) for hook in HOOKS}
-        self._own = {
-            hook: tuple(m for m in found if not getattr(m, "application", False))
-            for hook, found in self._with.items()
-        }
+        every: dict[str, list[Middleware]] = {hook: [] for hook in HOOKS}
+        loops: dict[str, list[Middleware]] = {hook: [] for hook in HOOKS}
+        for m in self.middleware:
+            ours = not getattr(m, "application", False)
+            for hook in _hooks(m):
+                every[hook].append(m)
+                if ours:
+                    loops[hook].append(m)
+        self._with = {hook: tuple(every[hook]) for hook in HOOKS}
+        self._own = {hook: tuple(loops[hook]) for hook in HOOKS}
+        # The hooks each node runs, in their (reverse) order once.
+        self._settle = self._with["settle"][::-1]
+        self._observe = self._with["observe"][::-1]
+        self._entered = self._with["node_entered"]
         # The wrappers of each call, innermost first (the loop's own alone too), each bound
         # once, with whether it is a generator function (its call is then the handler's body)
         # and the middleware's own ``wraps``, if it has one.
@@ -266,7 +285,7 @@ class Chain:
 
     def node_entered(self, scope: Scope) -> None:
         """Every ``node_entered`` hook."""
-        for middleware in self._with["node_entered"]:
+        for middleware in self._entered:
             middleware.node_entered(scope)
 
     def node_failed(self, scope: Scope, error: BaseException) -> None:
@@ -276,13 +295,13 @@ class Chain:
 
     def settle(self, state: Mapping[str, Any], update: dict[str, Any], scope: Scope) -> dict:
         """The update through every ``settle`` hook (reverse order: the innermost first)."""
-        for middleware in reversed(self._with["settle"]):
+        for middleware in self._settle:
             update = middleware.settle(state, update, scope)
         return update
 
     def observe(self, state: Mapping[str, Any], update: dict[str, Any], scope: Scope) -> dict:
         """The settled update through every ``observe`` hook (reverse order)."""
-        for middleware in reversed(self._with["observe"]):
+        for middleware in self._observe:
             update = middleware.observe(state, update, scope)
         return update
 
