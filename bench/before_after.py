@@ -73,6 +73,20 @@ def environment(root: Path | None, site: Path) -> dict[str, str]:
     return env
 
 
+def both_trees(revision: str, folder: Path) -> dict[str, dict[str, str]]:
+    """The environments of the earlier revision (exported to ``folder``/tree, with the
+    ``sitecustomize`` that points imports at it) and of this tree, by their labels."""
+    before, site = folder / "tree", folder / "site"
+    before.mkdir()
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE)
+    archive = subprocess.run(
+        ["git", "-C", str(TREE), "archive", revision], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+    return {f"before ({revision})": environment(before, site), "after": environment(None, site)}
+
+
 def child(
     env: dict[str, str], names: list[str], clock: str, best: int = 1, core: int | None = None
 ) -> dict[str, float]:
@@ -114,18 +128,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="reactgraph-before-") as folder:
-        before, site = Path(folder) / "tree", Path(folder) / "site"
-        before.mkdir()
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(SITE)
-        archive = subprocess.run(
-            ["git", "-C", str(TREE), "archive", args.revision], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
-        trees = {
-            f"before ({args.revision})": environment(before, site),
-            "after": environment(None, site),
-        }
+        trees = both_trees(args.revision, Path(folder))
+        before = Path(folder) / "tree"
         samples: dict[tuple[str, str, int], list[float]] = {}
         for _ in range(args.rounds):
             for label, env in trees.items():

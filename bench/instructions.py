@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from before_after import ANCHOR, HERE, OURS, SITE, TREE, environment
+from before_after import ANCHOR, HERE, OURS, TREE, both_trees
 
 CHILD = """
 import logging, sys
@@ -83,18 +83,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="runs counted past the first")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="reactgraph-before-") as folder:
-        before, site = Path(folder) / "tree", Path(folder) / "site"
-        before.mkdir()
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(SITE)
-        archive = subprocess.run(
-            ["git", "-C", str(TREE), "archive", args.revision], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
-        trees = {
-            f"before ({args.revision})": environment(before, site),
-            "after": environment(None, site),
-        }
+        trees = both_trees(args.revision, Path(folder))
         names = [*OURS, ANCHOR]
         found = {
             (label, name): per_turn(env, name, args.turns, args.runs)

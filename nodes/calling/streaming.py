@@ -303,15 +303,9 @@ class ModelCall:
             with replies.reading(self.model):
                 if streamed:
                     return gather(self.model, self.messages, config, self.arguments, abandoned)
-                if raw is None:
-                    reply = self.model.invoke(self.messages, config, **self._plain_arguments())
-                else:
-                    reply = raw.read(
-                        self.model.invoke(
-                            self.messages, raw.config(config), **self._plain_arguments()
-                        )
-                    )
-                return _checked(self.model, reply, self.plain)
+                sent = config if raw is None else raw.config(config)
+                reply = self.model.invoke(self.messages, sent, **self._plain_arguments())
+                return _checked(self.model, reply if raw is None else raw.read(reply), self.plain)
 
         if self.deadline is None:
             return plain(call())
@@ -327,15 +321,9 @@ class ModelCall:
         with replies.reading(self.model):
             if streamed:
                 return await agather(self.model, self.messages, config, self.arguments)
-            if raw is None:
-                reply = await self.model.ainvoke(self.messages, config, **self._plain_arguments())
-            else:
-                reply = raw.read(
-                    await self.model.ainvoke(
-                        self.messages, raw.config(config), **self._plain_arguments()
-                    )
-                )
-            return _checked(self.model, reply, self.plain)
+            sent = config if raw is None else raw.config(config)
+            reply = await self.model.ainvoke(self.messages, sent, **self._plain_arguments())
+            return _checked(self.model, reply if raw is None else raw.read(reply), self.plain)
 
     async def arun(self) -> Any:
         call = self._call()
