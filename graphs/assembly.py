@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict, get_type_hints
 
 from langgraph.graph import END, START, StateGraph
 
@@ -89,34 +89,53 @@ def loop_middleware(
 AT_CAP: dict[str, Body] = {"force_answer": force_answer, "stop_run": stop_run}
 
 
+def node_input(deps: Deps) -> type:
+    """What every node of this graph reads: the whole ``State`` but the fields it never has (the
+    model ladder's without a ladder, the carried-over notes' flag without notes). LangGraph
+    reads each field of a node's input at every step, an absent one at the cost of an exception
+    raised and caught; nothing of this graph would read these."""
+    never = set()
+    if not any(isinstance(m, Ladder) for m in deps.chain.middleware):
+        never |= {"rung", "escalations"}
+    if not deps.view.notes:
+        never.add("resumed_notes")
+    if not never:
+        return State
+    fields = get_type_hints(State, include_extras=True)
+    typed_dict: Any = TypedDict  # made from a computed dict: mypy checks literal ones only
+    return typed_dict("NodeInput", {k: v for k, v in fields.items() if k not in never}, total=False)
+
+
 def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
     """The variant's graph, not yet compiled."""
     builder = StateGraph(State, context_schema=context_schema, input_schema=InputState)
+    reads = node_input(deps)
+    add_node = partial(builder.add_node, input_schema=reads)
     once = [s for s in variant.before_model if not s.every_turn]
     looped = [s for s in variant.before_model if s.every_turn]
     loop = looped[0].name if looped else "call_model"
     actions = frozenset(a.name for a in variant.actions)
     chain = ["start_run", *(s.name for s in (*once, *looped)), "call_model"]
 
-    builder.add_node("start_run", Node("start_run", begin_run, deps))
+    add_node("start_run", Node("start_run", begin_run, deps))
     for step, next_node in zip((*once, *looped), chain[2:], strict=True):
         # Any step may end the run: its own way (can_end), or by spending a run budget.
         route = partial(route_after_step, next_node=next_node)
         node = Node(step.name, step.body, deps, route)
-        builder.add_node(step.name, node, destinations=(next_node, END))
+        add_node(step.name, node, destinations=(next_node, END))
     builder.add_edge(START, "start_run")
     builder.add_edge("start_run", chain[1])
-    builder.add_node("call_model", Node("call_model", call_model, deps))
+    add_node("call_model", Node("call_model", call_model, deps))
     builder.add_edge("call_model", "parse_reply")
 
     parse_route = partial(route_after_parse_reply, actions=actions, deps=deps)
-    builder.add_node(
+    add_node(
         "parse_reply",
         Node("parse_reply", parse_reply, deps, parse_route),
         destinations=("run_tool", "approve_action", *sorted(actions), END),
     )
     approve_route = partial(route_after_approve_action, at_cap=variant.at_cap, loop=loop, deps=deps)
-    builder.add_node(
+    add_node(
         "approve_action",
         Node("approve_action", approve_action, deps, approve_route),
         destinations=("run_tool", loop, variant.at_cap, END),
@@ -124,7 +143,7 @@ def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
     turn_route = partial(route_after_turn, at_cap=variant.at_cap, loop=loop, deps=deps)
     for name, body in (("run_tool", run_tool), *((a.name, a.body) for a in variant.actions)):
         node = Node(name, body, deps, turn_route)
-        builder.add_node(name, node, destinations=(loop, variant.at_cap, END))
-    builder.add_node(variant.at_cap, Node(variant.at_cap, AT_CAP[variant.at_cap], deps))
+        add_node(name, node, destinations=(loop, variant.at_cap, END))
+    add_node(variant.at_cap, Node(variant.at_cap, AT_CAP[variant.at_cap], deps))
     builder.add_edge(variant.at_cap, END)
     return builder

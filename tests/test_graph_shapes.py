@@ -72,6 +72,23 @@ def test_nodes_and_conditional_exits(variant: str) -> None:
         assert f"{source} -.-> {target};" in mermaid
 
 
+@pytest.mark.parametrize("variant", sorted(SHAPES))
+@pytest.mark.parametrize("ladder", [False, True])
+def test_nodes_read_every_field_the_graph_can_have(variant: str, ladder: bool) -> None:
+    """Every node reads the whole state but the fields its graph never has: the model ladder's
+    without a ladder, the carried-over notes' flag without notes (LangGraph reads each field of
+    a node's input at every step, an absent one at the cost of an exception)."""
+    from reactgraph.nodes.vocabulary.state import State
+
+    rungs = [fake_model()] if ladder else []
+    graph = build_graph(variant, model=fake_model(), tools=[], escalate_to=rungs)
+    never = set() if ladder else {"rung", "escalations"}
+    if "notes" not in variant:
+        never.add("resumed_notes")
+    for name in SHAPES[variant][0]:
+        assert set(graph.nodes[name].channels) == set(State.__annotations__) - never, name
+
+
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 

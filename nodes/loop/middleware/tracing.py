@@ -72,6 +72,9 @@ from reactgraph.nodes.loop.middleware.spans import (
 )
 from reactgraph.nodes.vocabulary.reducers import after
 
+_TRACED = "reactgraph.tracing.enabled"
+"""The ``Scope.marks`` key of whether the node's run is traced (asked once per node's run)."""
+
 # --- The node shell's hooks (graphs.assembly.Node). -------------------------------------------
 
 
@@ -330,15 +333,24 @@ class Tracing(Middleware):
     def node_failed(self, scope: Scope, error: BaseException) -> None:
         node_failed(scope.node, scope.state, error)
 
+    @staticmethod
+    def _enabled(scope: Scope) -> bool:
+        """Whether spans are made in this node's run (a tracer provider set), asked once per
+        run of a node: its model call, its tool call and its update ask again at no cost."""
+        found = scope.marks.get(_TRACED)
+        if found is None:
+            found = scope.marks[_TRACED] = enabled()
+        return found
+
     def observe(self, state: Mapping[str, Any], update: dict[str, Any], scope: Scope) -> dict:
-        if not enabled() and not state.get("trace"):
+        if not self._enabled(scope) and not state.get("trace"):
             return update
         merged = functools.partial(after, state, update)
         model = self._model(scope)
         return node_done(scope.node, state, update, merged, self.variant, model, self.tools)
 
     def wraps(self, hook: str, scope: Scope) -> bool:
-        return enabled()
+        return self._enabled(scope)
 
     def wrap_model_call(self, request: Any, call: Any, scope: Scope) -> Any:
         messages = [m for m in (request.system_message, *request.messages) if m is not None]
