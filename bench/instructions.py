@@ -5,13 +5,15 @@ a turn and its ratio to the prebuilt agent.
     python bench/instructions.py a8180d3               # 200 turns
     python bench/instructions.py a8180d3 --turns 40 --runs 6
 
-A count does not move with the machine's load (to about 0.1% between repeats at 200 turns), so
-it settles what a noisy VM's timings cannot: whether the loop's own work per turn grew. It is
-not a timing: a larger program's cache misses and a memory allocator's cost are not in it. Each
-count is a process that runs the contender once to warm up and then ``1`` or ``1 + runs`` whole
-runs: their difference, divided by the model calls it made, is the instructions a turn, the
-start-up, the imports and the warm-up left out. Needs ``valgrind`` (``apt install valgrind``);
-about a minute a count at 200 turns. Nothing here is a test.
+A count does not move with the machine's load, so it settles what a noisy VM's timings cannot:
+whether the loop's own work per turn grew. Compare the two trees' counts of one run: they repeat
+to 0.1-0.2% within a run, but a count moves by up to about 0.7% between runs (each process
+hashes strings with its own seed, which moves dict layouts and lookups). It is not a timing:
+a larger program's cache misses and a memory allocator's cost are not in it. Each count is a
+process that runs the contender once to warm up and then ``1`` or ``1 + runs`` whole runs: their
+difference, divided by the model calls it made, is the instructions a turn, the start-up, the
+imports and the warm-up left out. Needs ``valgrind`` (``apt install valgrind``); one to five
+minutes a count at 200 turns, by the machine. Nothing here is a test.
 """
 
 from __future__ import annotations
