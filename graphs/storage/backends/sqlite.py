@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
@@ -153,7 +154,10 @@ class Sqlite:
         from reactgraph.storage.listing import ensure_index
         from reactgraph.storage.locks import locking
 
-        connect(db).close()  # create the folder and check the file once, with a clear error
+        # Create the folder and check the file once, with a clear error; the store's migrations
+        # in one transaction (``migrate_store``), before its own ``setup`` finds none to run.
+        with contextlib.closing(connect(db, autocommit=True)) as connection:
+            migrate_store(connection, AsyncSqliteStore.MIGRATIONS)
         async with (
             IndexedAsyncSqliteSaver.from_conn_string(db) as saver,
             AsyncSqliteStore.from_conn_string(db) as store,
@@ -234,8 +238,60 @@ def _set_up(
         saver.is_setup = True
     try:
         saver.setup()
+        if not read_only:
+            migrate_store(store.conn, store.MIGRATIONS)
         store.setup()
     except sqlite3.OperationalError as error:
         if read_only and "readonly" in str(error):
             raise NoDatabase(f"no reactgraph runs in {db} (it has no tables yet)") from None
         raise
+
+
+def migrate_store(connection: sqlite3.Connection, migrations: Sequence[str]) -> None:
+    """Run the store's migrations that have not run, with their versions, in one transaction.
+
+    LangGraph's ``SqliteStore.setup`` runs a migration, then records its version: a kill between
+    the two (a Ctrl-C as a command starts) left a column added and unrecorded, and every later
+    open failed on "duplicate column name". Here a kill anywhere leaves the file as it was, the
+    transaction holds off another process's setup (``BEGIN IMMEDIATE``), and a column a file
+    made by that older setup already has is not added again. ``connection`` is autocommit; the
+    store's ``setup`` then finds nothing to run."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.execute("CREATE TABLE IF NOT EXISTS store_migrations (v INTEGER PRIMARY KEY)")
+        (done,) = connection.execute("SELECT IFNULL(MAX(v), -1) FROM store_migrations").fetchone()
+        for version, script in enumerate(migrations[done + 1 :], start=done + 1):
+            for statement in _statements(script):
+                if not _adds_a_column_it_has(connection, statement):
+                    connection.execute(statement)
+            connection.execute("INSERT INTO store_migrations (v) VALUES (?)", (version,))
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The SQL statements of a script (as SQLite completes them: a ``;`` in a string or a
+    comment does not end one)."""
+    statement = ""
+    for piece in script.split(";"):
+        statement += piece + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \t\n;"):
+                yield statement
+            statement = ""
+
+
+_ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+(?:COLUMN\s+)?(\w+)", re.I | re.M)
+
+
+def _adds_a_column_it_has(connection: sqlite3.Connection, statement: str) -> bool:
+    """Whether ``statement`` adds a column its table already has (SQLite has no ADD COLUMN IF
+    NOT EXISTS)."""
+    found = _ADD_COLUMN.search(statement)
+    if found is None:
+        return False
+    table, column = found.groups()
+    columns = connection.execute(f"SELECT name FROM pragma_table_info('{table}')")
+    return column.lower() in {name.lower() for (name,) in columns}
