@@ -69,6 +69,10 @@ class Stopping:
     def __init__(self, connection: sqlite3.Connection, at: int) -> None:
         self.connection, self.at, self.count = connection, at, 0
 
+    @property
+    def in_transaction(self) -> bool:
+        return self.connection.in_transaction
+
     def execute(self, sql: str, *args: Any) -> Any:
         self.count += 1
         if self.count == self.at and sql not in ("ROLLBACK", "COMMIT"):

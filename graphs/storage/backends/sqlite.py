@@ -266,7 +266,8 @@ def migrate_store(connection: sqlite3.Connection, migrations: Sequence[str]) -> 
                     connection.execute(statement)
             connection.execute("INSERT INTO store_migrations (v) VALUES (?)", (version,))
     except BaseException:
-        connection.execute("ROLLBACK")
+        if connection.in_transaction:  # not when SQLite has rolled it back itself (a full disk)
+            connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
 
