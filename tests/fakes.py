@@ -1195,6 +1195,29 @@ def scratch_database(server: str, prefix: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def open_at_once(db: str, count: int = 8) -> list[BaseException]:
+    """Open the database ``db`` from ``count`` threads released together (``open_db``); what
+    the openings raised."""
+    from reactgraph.storage.database import open_db
+
+    start, errors = threading.Barrier(count), []
+
+    def opener() -> None:
+        start.wait()
+        try:
+            with open_db(db):
+                pass
+        except BaseException as error:  # collected for the caller's assertion
+            errors.append(error)
+
+    workers = [threading.Thread(target=opener) for _ in range(count)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return errors
+
+
 class MemoryBackend:
     """A storage backend of the tests' own (``memory://NAME``): LangGraph's in-memory saver and
     store, kept per name, and thread locks in this process. Registered only by the test that

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import uuid
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
@@ -15,7 +14,7 @@ import pytest
 
 from reactgraph.storage.database import DatabaseError, aopen_db, open_db
 from reactgraph.storage.faults import explain
-from tests.fakes import scratch_database
+from tests.fakes import open_at_once, scratch_database
 from tests.test_cli import popen
 from tests.test_persistence import postgres_url
 
@@ -32,23 +31,7 @@ def fresh_database() -> Iterator[str]:
 
 def test_many_openers_of_a_fresh_database_all_succeed() -> None:
     with fresh_database() as db:
-        start = threading.Barrier(8)
-        errors: list[BaseException] = []
-
-        def opener() -> None:
-            start.wait()
-            try:
-                with open_db(db):
-                    pass
-            except BaseException as error:
-                errors.append(error)
-
-        workers = [threading.Thread(target=opener) for _ in range(8)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        assert errors == []
+        assert open_at_once(db) == []
 
 
 def test_many_async_openers_of_a_fresh_database_all_succeed() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from langgraph.store.sqlite import SqliteStore
 
 from reactgraph.storage.backends.sqlite import migrate_store
 from reactgraph.storage.database import aopen_db, open_db
+from tests.fakes import open_at_once
 
 
 def schema(path: Path) -> list[tuple[Any, ...]]:
@@ -115,24 +115,7 @@ def test_a_file_left_half_migrated_by_langgraphs_setup_is_mended(tmp_path: Path)
 
 
 def test_many_openers_of_a_fresh_file_all_succeed(tmp_path: Path) -> None:
-    path = str(tmp_path / "fresh.sqlite")
-    start = threading.Barrier(8)
-    errors: list[BaseException] = []
-
-    def opener() -> None:
-        start.wait()
-        try:
-            with open_db(path):
-                pass
-        except BaseException as error:  # collected for the assertion
-            errors.append(error)
-
-    threads = [threading.Thread(target=opener) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
+    assert open_at_once(str(tmp_path / "fresh.sqlite")) == []
 
 
 def test_the_async_opening_migrates_the_same_way(tmp_path: Path) -> None:
