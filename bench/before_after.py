@@ -2,7 +2,7 @@
 section) of an earlier revision and of this tree, measured in turns on this machine.
 
     python bench/before_after.py 3610e2a            # overhead, 5 alternating rounds
-    python bench/before_after.py 3610e2a --concurrency
+    python bench/before_after.py 3610e2a --concurrency  # and 4 alternating rounds of that
     python bench/before_after.py a8180d3 --clock cpu --rounds 20 --best 5 --core 1  # a noisy VM
 
 The earlier revision is exported (``git archive``) to a temporary folder and imported in its own
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -106,11 +107,146 @@ def _spread(values: list[float]) -> float:
     return high - low
 
 
+_WALL = re.compile(
+    r"^- reactgraph, aiohttp, (?P<row>[^:]+): [\d.]+x one run .*?; "
+    r"(?P<ratio>[\d.]+)x the prebuilt agent's best wall",
+    re.MULTILINE,
+)
+_CPU = re.compile(
+    r"^\| (?P<name>reactgraph|LangGraph prebuilt agent), aiohttp, 1 process "
+    r"\|(?: [^|]* \|){3} (?P<ms>[\d.]+) \|$",
+    re.MULTILINE,
+)
+CONCURRENCY_ROWS = ("1 process", "first batch", "later batch", "client CPU a turn, 1 process")
+
+
+def concurrency_figures(text: str) -> dict[str, float]:
+    """A concurrency section's ratios to the prebuilt agent, read from what it printed (an
+    earlier tree's section prints the same lines): each row's wall against the prebuilt agent's
+    best, and reactgraph's client CPU a turn against the prebuilt agent's, both on aiohttp in
+    one process. Rows it did not print are missing."""
+    found = {m["row"].rsplit(", ", 1)[-1]: float(m["ratio"]) for m in _WALL.finditer(text)}
+    cpu = {m["name"]: float(m["ms"]) for m in _CPU.finditer(text)}
+    if len(cpu) == 2 and cpu["LangGraph prebuilt agent"] > 0:
+        found[CONCURRENCY_ROWS[-1]] = cpu["reactgraph"] / cpu["LangGraph prebuilt agent"]
+    return found
+
+
+def print_rises(rows: list[tuple[str, list[float], list[float]]]) -> None:
+    """Each row's median before and after, its rise, and the noise: the interquartile range of
+    the rounds' own values, the wider of the two trees."""
+    print("| row | before | after | rise | noise |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, was, now in rows:
+        low, high = statistics.median(was), statistics.median(now)
+        noise = max(_spread(was), _spread(now))
+        print(f"| {name} | {low:.3f}x | {high:.3f}x | {high - low:+.3f} | {noise:.3f} |")
+    print()
+
+
+def overhead_rounds(trees: dict[str, dict[str, str]], args: argparse.Namespace) -> None:
+    """The overhead section's contenders in each tree's own process, ``args.rounds`` times,
+    then each ratio's rise against the noise between rounds."""
+    samples: dict[tuple[str, str, int], list[float]] = {}
+    for _ in range(args.rounds):
+        for label, env in trees.items():
+            found = child(env, [*OURS, ANCHOR], CLOCKS[args.clock], args.best, args.core)
+            for key, seconds in found.items():
+                name, n = key.split("|")
+                samples.setdefault((label, name, int(n)), []).append(seconds * 1000)
+    # A ratio is the median of each round's (a contender against the prebuilt agent in the
+    # same process): a round's drift, which moves both, cancels.
+    rounds = {
+        (label, name, n): [x / a for x, a in zip(values, samples[label, ANCHOR, n], strict=True)]
+        for (label, name, n), values in samples.items()
+    }
+    print(
+        f"## Overhead per turn, before and after (medians of {args.rounds} rounds, "
+        f"ms/turn, {args.clock} time, best of {args.best} a round)\n"
+    )
+    print("| tree | contender | 40 turns | 200 turns | / prebuilt at 40 | / prebuilt at 200 |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label in trees:
+        for name in [*OURS, ANCHOR]:
+            cells = [f"{statistics.median(samples[label, name, n]):.2f}" for n in (40, 200)]
+            ratios = [f"{statistics.median(rounds[label, name, n]):.2f}x" for n in (40, 200)]
+            print(f"| {label} | {name} | {' | '.join(cells)} | {' | '.join(ratios)} |")
+    print(
+        "\nThe rise of each ratio from before to after, against the noise between rounds "
+        "(the interquartile range of the rounds' own ratios, the wider of the two trees):\n"
+    )
+    first, last = list(trees)
+    print_rises(
+        [
+            (f"{name}, {n} turns", rounds[first, name, n], rounds[last, name, n])
+            for name in OURS
+            for n in (40, 200)
+        ]
+    )
+    print(f"load average: {os.getloadavg()}\n", flush=True)
+
+
+def concurrency_rounds(trees: dict[str, dict[str, str]], before: Path, rounds: int) -> None:
+    """Each tree's own concurrency section in its own process, ``rounds`` times, the order
+    alternating (a drift of the machine moves both trees alike), then each ratio's rise
+    against the noise between rounds."""
+    labels = list(trees)
+    samples: dict[str, list[dict[str, float]]] = {label: [] for label in labels}
+    print(
+        f"## Many runs at once, before and after ({rounds} rounds, each tree's own "
+        "`bench.py concurrency --repeats 2` in its own process, the order alternating)\n"
+    )
+    print("| round | tree | " + " | ".join(CONCURRENCY_ROWS) + " | load average |")
+    print("|" + " --- |" * (len(CONCURRENCY_ROWS) + 3), flush=True)
+    for number in range(rounds):
+        for label in labels if number % 2 == 0 else labels[::-1]:
+            own = (before if label != "after" else TREE) / "bench" / "bench.py"
+            done = subprocess.run(
+                [sys.executable, str(own), "concurrency", "--repeats", "2"],
+                env=trees[label],
+                capture_output=True,
+                text=True,
+            )
+            figures = concurrency_figures(done.stdout)
+            missing = [row for row in CONCURRENCY_ROWS if row not in figures]
+            if done.returncode or missing:
+                sys.exit(
+                    f"{label}'s concurrency section (exit {done.returncode}) printed no "
+                    f"{missing}:\n{done.stdout}{done.stderr[-4000:]}"
+                )
+            samples[label].append(figures)
+            cells = " | ".join(f"{figures[row]:.2f}x" for row in CONCURRENCY_ROWS)
+            load = os.getloadavg()[0]
+            print(f"| {number + 1} | {label} | {cells} | {load:.1f} |", flush=True)
+    print("\nThe rise of each median ratio to the prebuilt agent from before to after:\n")
+    print_rises(
+        [
+            (row, [f[row] for f in samples[labels[0]]], [f[row] for f in samples[labels[1]]])
+            for row in CONCURRENCY_ROWS
+        ]
+    )
+
+
+def _count(text: str) -> int:
+    """A number of rounds: 1 or more."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("revision", help="the earlier revision, e.g. 3610e2a")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--concurrency", action="store_true", help="also run that section")
+    parser.add_argument("--rounds", type=_count, default=5)
+    parser.add_argument(
+        "--concurrency",
+        type=_count,
+        nargs="?",
+        const=4,
+        default=0,
+        metavar="ROUNDS",
+        help="also the many-runs-at-once section, in this many alternating rounds (default 4)",
+    )
     parser.add_argument(
         "--clock",
         choices=("wall", "cpu"),
@@ -130,60 +266,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="reactgraph-before-") as folder:
         trees = both_trees(args.revision, Path(folder))
         before = Path(folder) / "tree"
-        samples: dict[tuple[str, str, int], list[float]] = {}
-        for _ in range(args.rounds):
-            for label, env in trees.items():
-                found = child(env, [*OURS, ANCHOR], CLOCKS[args.clock], args.best, args.core)
-                for key, seconds in found.items():
-                    name, n = key.split("|")
-                    samples.setdefault((label, name, int(n)), []).append(seconds * 1000)
-        ms = {key: statistics.median(values) for key, values in samples.items()}
-        # A ratio is the median of each round's (a contender against the prebuilt agent in the
-        # same process): a round's drift, which moves both, cancels.
-        rounds = {
-            (label, name, n): [
-                x / a for x, a in zip(values, samples[label, ANCHOR, n], strict=True)
-            ]
-            for (label, name, n), values in samples.items()
-        }
-        ratio = {key: statistics.median(values) for key, values in rounds.items()}
-        print(
-            f"## Overhead per turn, before and after (medians of {args.rounds} rounds, "
-            f"ms/turn, {args.clock} time, best of {args.best} a round)\n"
-        )
-        print("| tree | contender | 40 turns | 200 turns | / prebuilt at 40 | / prebuilt at 200 |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for label in trees:
-            for name in [*OURS, ANCHOR]:
-                cells = [f"{ms[label, name, n]:.2f}" for n in (40, 200)]
-                ratios = [f"{ratio[label, name, n]:.2f}x" for n in (40, 200)]
-                print(f"| {label} | {name} | {' | '.join(cells)} | {' | '.join(ratios)} |")
-        print(
-            "\nThe rise of each ratio from before to after, against the noise between rounds "
-            "(the interquartile range of the rounds' own ratios, the wider of the two trees):\n"
-        )
-        print("| contender | turns | before | after | rise | noise |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        first, last = list(trees)
-        for name in OURS:
-            for n in (40, 200):
-                noise = max(_spread(rounds[label, name, n]) for label in trees)
-                was, now = ratio[first, name, n], ratio[last, name, n]
-                print(
-                    f"| {name} | {n} | {was:.2f}x | {now:.2f}x | {now - was:+.2f} | {noise:.2f} |"
-                )
-        print(f"\nload average: {os.getloadavg()}\n")
+        overhead_rounds(trees, args)
         if args.concurrency:
-            for label, env in trees.items():
-                print(f"### {label}\n", flush=True)
-                # Each tree's own section (its bench and test fakes import its own modules).
-                own = (before if label != "after" else TREE) / "bench" / "bench.py"
-                subprocess.run(
-                    [sys.executable, str(own), "concurrency", "--repeats", "2"],
-                    env=env,
-                    check=True,
-                )
-                print(f"load average: {os.getloadavg()}\n", flush=True)
+            concurrency_rounds(trees, before, args.concurrency)
 
 
 if __name__ == "__main__":
