@@ -88,10 +88,15 @@ def both_trees(revision: str, folder: Path) -> dict[str, dict[str, str]]:
     return {f"before ({revision})": environment(before, site), "after": environment(None, site)}
 
 
+def root_of(env: dict[str, str]) -> Path:
+    """The tree an environment imports: the earlier revision's export, or this one."""
+    return Path(env.get("REACTGRAPH_BENCH_TREE", str(TREE)))
+
+
 def child(
     env: dict[str, str], names: list[str], clock: str, best: int = 1, core: int | None = None
 ) -> dict[str, float]:
-    root = env.get("REACTGRAPH_BENCH_TREE", str(TREE))
+    root = str(root_of(env))
     code = CHILD.format(bench=str(HERE), names=names, root=root, clock=clock, best=best, core=core)
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
@@ -186,7 +191,7 @@ def overhead_rounds(trees: dict[str, dict[str, str]], args: argparse.Namespace) 
     print(f"load average: {os.getloadavg()}\n", flush=True)
 
 
-def concurrency_rounds(trees: dict[str, dict[str, str]], before: Path, rounds: int) -> None:
+def concurrency_rounds(trees: dict[str, dict[str, str]], rounds: int) -> None:
     """Each tree's own concurrency section in its own process, ``rounds`` times, the order
     alternating (a drift of the machine moves both trees alike), then each ratio's rise
     against the noise between rounds."""
@@ -200,7 +205,7 @@ def concurrency_rounds(trees: dict[str, dict[str, str]], before: Path, rounds: i
     print("|" + " --- |" * (len(CONCURRENCY_ROWS) + 3), flush=True)
     for number in range(rounds):
         for label in labels if number % 2 == 0 else labels[::-1]:
-            own = (before if label != "after" else TREE) / "bench" / "bench.py"
+            own = root_of(trees[label]) / "bench" / "bench.py"  # its own bench and fakes
             done = subprocess.run(
                 [sys.executable, str(own), "concurrency", "--repeats", "2"],
                 env=trees[label],
@@ -265,10 +270,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="reactgraph-before-") as folder:
         trees = both_trees(args.revision, Path(folder))
-        before = Path(folder) / "tree"
         overhead_rounds(trees, args)
         if args.concurrency:
-            concurrency_rounds(trees, before, args.concurrency)
+            concurrency_rounds(trees, args.concurrency)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from before_after import ANCHOR, HERE, OURS, TREE, both_trees
+from before_after import ANCHOR, HERE, OURS, both_trees, root_of
 
 CHILD = """
 import logging, sys
@@ -47,7 +47,7 @@ _TOTAL = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
 def count(env: dict[str, str], name: str, turns: int, times: int) -> tuple[int, int]:
     """The instructions a process ran (valgrind's count) and the model calls it made, when it
     runs ``name`` ``times`` times."""
-    root = env.get("REACTGRAPH_BENCH_TREE", str(TREE))
+    root = str(root_of(env))
     code = CHILD.format(bench=str(HERE), root=root, name=name, turns=turns, times=times)
     with tempfile.TemporaryDirectory(prefix="reactgraph-callgrind-") as folder:
         out = Path(folder) / "callgrind.out"

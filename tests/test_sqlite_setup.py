@@ -100,6 +100,27 @@ def test_a_stop_at_any_statement_of_the_setup_leaves_a_file_that_opens(tmp_path:
     assert stops > len(SqliteStore.MIGRATIONS)  # each migration's statements, and its record
 
 
+class RolledBack(Stopping):
+    """A connection whose ``at``-th statement fails after SQLite has rolled the transaction back
+    itself (as a full disk or an I/O error does)."""
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        self.count += 1
+        if self.count == self.at:
+            self.connection.execute("ROLLBACK")
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.connection.execute(sql, *args)
+
+
+def test_a_failure_sqlite_rolled_back_itself_is_the_error_raised(tmp_path: Path) -> None:
+    path = tmp_path / "full.sqlite"
+    failing = RolledBack(sqlite3.connect(path, isolation_level=None), at=3)
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        migrate_store(failing, SqliteStore.MIGRATIONS)
+    failing.connection.close()
+    assert tables(path) == []
+
+
 def test_a_file_left_half_migrated_by_langgraphs_setup_is_mended(tmp_path: Path) -> None:
     """What a Ctrl-C between LangGraph's ALTER TABLE and its version's INSERT left: the
     ``expires_at`` column, its migration unrecorded ("duplicate column name" on every open)."""
