@@ -89,14 +89,42 @@ def loop_middleware(
 AT_CAP: dict[str, Body] = {"force_answer": force_answer, "stop_run": stop_run}
 
 
+# The model ladder's fields (``escalate_to``), which a graph without a ladder never has.
+LADDER_FIELDS = frozenset({"rung", "escalations"})
+
+
+def _has_ladder(deps: Deps) -> bool:
+    return any(isinstance(m, Ladder) for m in deps.chain.middleware)
+
+
+def graph_state(deps: Deps) -> type:
+    """The graph's state: ``State``, but without the model ladder's fields in a graph with no
+    ladder. LangGraph works on each channel of a graph at every step, one never written too:
+    these two cost a graph without a ladder about 600 bytecodes a turn, 1% of a turn (a
+    client's edit of them is refused all the same: ``state_edits.LOOP_FIELDS``)."""
+    return State if _has_ladder(deps) else _state_of(LADDER_FIELDS)
+
+
+@cache
+def _state_of(never: frozenset[str]) -> type:
+    """``State`` without the fields ``never`` (their types and reducers as they are), made
+    once per set."""
+    fields = get_type_hints(State, include_extras=True)
+    typed_dict: Any = TypedDict  # made from a computed dict: mypy checks literal ones only
+    kept = {name: hint for name, hint in fields.items() if name not in never}
+    state = typed_dict("State", kept, total=False)
+    state.__doc__ = State.__doc__
+    return state
+
+
 def node_input(deps: Deps) -> type:
     """What every node of this graph reads: the whole ``State`` but the fields it never has (the
     model ladder's without a ladder, the carried-over notes' flag without notes). LangGraph
     reads each field of a node's input at every step, an absent one at the cost of an exception
     raised and caught; nothing of this graph would read these."""
-    never = set()
-    if not any(isinstance(m, Ladder) for m in deps.chain.middleware):
-        never |= {"rung", "escalations"}
+    never: set[str] = set()
+    if not _has_ladder(deps):
+        never |= LADDER_FIELDS
     if not deps.view.notes:
         never.add("resumed_notes")
     return _state_without(frozenset(never)) if never else State
@@ -104,16 +132,20 @@ def node_input(deps: Deps) -> type:
 
 @cache
 def _state_without(never: frozenset[str]) -> type:
-    """``State`` without the fields ``never``, made once per set (its type hints take a
-    millisecond to read, a sixth of a graph's build)."""
-    fields = get_type_hints(State, include_extras=True)
+    """``State``'s fields but ``never``, made once per set. Each is typed ``Any``: a node's
+    input schema says which of the graph's channels the node reads (their reducers are the
+    state's own), and LangGraph reads its type hints again at every build, where ``State``'s
+    nested ones cost about as much as all the rest of the build."""
+    names = [name for name in State.__annotations__ if name not in never]
     typed_dict: Any = TypedDict  # made from a computed dict: mypy checks literal ones only
-    return typed_dict("NodeInput", {k: v for k, v in fields.items() if k not in never}, total=False)
+    return typed_dict("NodeInput", dict.fromkeys(names, Any), total=False)
 
 
 def assemble(variant: Variant, deps: Deps, context_schema: type) -> StateGraph:
     """The variant's graph, not yet compiled."""
-    builder = StateGraph(State, context_schema=context_schema, input_schema=InputState)
+    builder: StateGraph = StateGraph(
+        graph_state(deps), context_schema=context_schema, input_schema=InputState
+    )
     reads = node_input(deps)
     add_node = partial(builder.add_node, input_schema=reads)
     once = [s for s in variant.before_model if not s.every_turn]

@@ -11,6 +11,7 @@ graph's context schema (Studio's form) from the same views, its defaults the bui
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import math
 import types
@@ -115,8 +116,7 @@ class Setting:
 
     @property
     def values(self) -> Any:
-        """For a ``dict`` (``tool_call_limits``): its values' type (``Any``: a JSON object,
-        ``answer_schema``)."""
+        """For a ``dict`` (``tool_call_limits``): its values' type (``Any``: JSON, a schema)."""
         return typing.get_args(_optional(self.hint)[0])[1] if self.kind is dict else None
 
     def _as(self, hint: Any) -> Setting:
@@ -338,13 +338,13 @@ def _kinds(hint: Any) -> list[Any]:
     return [hint]
 
 
+@functools.cache  # a class's field types: few, and asked of at every build
 def _optional(hint: Any) -> tuple[Any, bool]:
     """A field's type without its None (``int | None``: ``int``; of fixed tuples of several
     lengths, the longest), and whether it had one."""
     kinds = _kinds(hint)
-    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and len(kinds) < len(
-        typing.get_args(hint)
-    )
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    optional = union and len(kinds) < len(typing.get_args(hint))
     return max(kinds, key=lambda k: len(typing.get_args(k))), optional
 
 

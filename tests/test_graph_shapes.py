@@ -87,6 +87,20 @@ def test_nodes_read_every_field_the_graph_can_have(variant: str, ladder: bool) -
         never.add("resumed_notes")
     for name in SHAPES[variant][0]:
         assert set(graph.nodes[name].channels) == set(State.__annotations__) - never, name
+    # The graph's own channels: the ladder's only with a ladder (LangGraph works on each channel
+    # at every step, one never written too).
+    channels = {k for k in graph.channels if not k.startswith(("__", "branch:"))}
+    assert channels == set(State.__annotations__) - (never - {"resumed_notes"})
+
+
+def test_the_states_annotations_are_types_not_strings() -> None:
+    """LangGraph reads the state's type hints at every build: strings would be parsed and
+    evaluated anew each time (``from __future__ import annotations`` in the state's module)."""
+    from reactgraph.nodes.vocabulary.state import InputState, State
+
+    for schema in (State, InputState):
+        strings = [k for k, v in schema.__annotations__.items() if isinstance(v, str)]
+        assert not strings, strings
 
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -195,3 +195,23 @@ def test_a_tools_visible_arguments_are_read_again_when_its_schema_changes() -> N
     tool.args_schema = Two
     assert list(visible_args(tool)) == ["text", "times"]
     assert list(visible_args(tool, frozenset({"times"}))) == ["text"]
+
+
+def test_a_tool_request_made_without_its_setattr_is_langgraphs_own() -> None:
+    """``acting.tool_request`` fills LangGraph's ``ToolCallRequest`` past its ``__init__``: it
+    must be the request that ``__init__`` makes, field for field (fails if LangGraph adds a
+    field, or stores them otherwise)."""
+    import dataclasses
+
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    from reactgraph.nodes.loop.acting import tool_request
+
+    names = [f.name for f in dataclasses.fields(ToolCallRequest)]
+    assert names == ["tool_call", "tool", "state", "runtime"]
+    call = {"name": "echo", "args": {"text": "x"}, "id": "t/1/1", "type": "tool_call"}
+    tool, state, runtime = object(), {"turns": []}, object()
+    made = tool_request(call, tool, state, runtime)  # type: ignore[arg-type]
+    assert type(made) is ToolCallRequest
+    assert made == ToolCallRequest(tool_call=call, tool=tool, state=state, runtime=runtime)  # type: ignore[arg-type]
+    assert made.override(state={}).state == {}

@@ -224,8 +224,8 @@ def chat_update(
     A run that spent its budget ends where it is: a reply read after that keeps its Action as a
     tool call, answered "not run", and the run's ending comes after it (a reply that spent the
     budget itself is read by ``parse_reply`` before the run ends)."""
-    run = _run_of(state, update)
-    number = len(_listed(state, "turns")) + 1
+    run = int(update.get("run") or state.get("run") or 1)  # a new run's from its update
+    number = len(state.get("turns") or ()) + 1
     base = f"rg-{run}-{number}"
     parsed = update.get("parsed")
     if parsed is not None and "turns" not in update and not update.get("status"):
@@ -248,11 +248,6 @@ def chat_update(
     if replaced:
         return [*replaced, *added]  # looked up by id: the reply's message gets its tool call
     return tuple(added)
-
-
-def _run_of(state: Mapping[str, Any], update: Mapping[str, Any]) -> int:
-    """The number of the run on the thread (a new run's from its update; 1 for the first)."""
-    return int(update.get("run") or state.get("run") or 1)
 
 
 def _listed(values: Mapping[str, Any], key: str) -> list[Any]:

@@ -134,12 +134,7 @@ def _run_tool(
         tool_call = tool_call_for(call_state, own_config, deps, tool, arguments, key)
     except ValueError as error:
         return str(error), None, None
-    request = ToolCallRequest(
-        tool_call=as_request_call(tool, tool_call, key),  # type: ignore[arg-type]
-        tool=tool,
-        state=call_state,
-        runtime=runtime_of(),
-    )
+    request = tool_request(as_request_call(tool, tool_call, key), tool, call_state, runtime_of())
     started = time.perf_counter()
     execute = partial(execute_tool, deps, scope, own_config)
     try:
@@ -277,6 +272,15 @@ def label(record: CallRecord) -> str:
         return ran
     proposed = f"{approval.get('proposed_action')}[{approval.get('proposed_input')}]"
     return prompts.EDITED_CALL.format(action=ran, proposed=proposed)
+
+
+def tool_request(call: dict[str, Any], tool: BaseTool, state: Any, runtime: Any) -> ToolCallRequest:
+    """LangGraph's ``ToolCallRequest`` of a call, made as its ``__init__`` makes it, without
+    the ``__setattr__`` that warns of a change after it was made (two ``hasattr`` a field,
+    each call; ``tests/test_seam_layers.py`` fails if its fields change)."""
+    request = object.__new__(ToolCallRequest)
+    vars(request).update(tool_call=call, tool=tool, state=state, runtime=runtime)
+    return request
 
 
 def as_request_call(tool: BaseTool, call: dict[str, Any] | str, key: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import operator
 import threading
 from typing import Any
 
@@ -259,11 +260,13 @@ def _turns_messages(turns: list[Turn]) -> list[BaseMessage]:
         return []
     found = _renderings.get(id(turns[0]))
     kept, ends, messages = found if found is not None else ([], [], [])
-    same = 0
-    for old, turn in zip(kept, turns, strict=False):  # the kept ones may be more
-        if old is not turn:
-            break
-        same += 1
+    same = len(kept)
+    if same > len(turns) or not all(map(operator.is_, kept, turns)):  # compared in C
+        same = 0
+        for old, turn in zip(kept, turns, strict=False):  # the kept ones may be more
+            if old is not turn:
+                break
+            same += 1
     kept, ends = kept[:same], ends[:same]
     messages = messages[: ends[-1]] if ends else []
     for turn in turns[same:]:

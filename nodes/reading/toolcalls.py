@@ -166,9 +166,13 @@ def reread_calls(message: Any, chunks: Sequence[Any] | None = None) -> Any:
     return message.model_copy(update={"tool_calls": valid, "invalid_tool_calls": invalid})
 
 
+# One encoder, made once (``json.dumps`` with options makes one per call); it keeps no state.
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
 def canonical_args(args: Mapping[str, Any] | None) -> str:
     """How two calls' arguments are compared (stuck detection): their JSON, keys sorted."""
-    return json.dumps(args or {}, sort_keys=True, ensure_ascii=False, default=str)
+    return _CANONICAL.encode(args or {})
 
 
 def input_text(params: Sequence[str], args: Mapping[str, Any]) -> str:

@@ -3,9 +3,11 @@
 Everything here is a plain ``typing_extensions.TypedDict`` of JSON-friendly values, so the
 checkpointers serialise it without custom types and the LangGraph server can read the input
 schema on Python 3.11.
-"""
 
-from __future__ import annotations
+Its annotations are types, not strings (no ``from __future__ import annotations``): LangGraph
+reads a graph's state type hints at every build, and strings are parsed and evaluated anew each
+time, which cost a build about a fifth of its work.
+"""
 
 from typing import Annotated, Any, Literal, NotRequired
 
@@ -149,6 +151,20 @@ class Turn(TypedDict):
     ``escalate_to``); absent without a ladder."""
 
 
+class ModelUsage(TypedDict):
+    """One model's share of a run's spend (``RunUsage.by_model``)."""
+
+    prompt_tokens: int
+    """Prompt tokens of its calls."""
+    completion_tokens: int
+    """Completion tokens of its calls."""
+    calls: int
+    """Its calls that were answered or counted (a call its server failed on is not)."""
+    cost: float | None
+    """Their cost at the prices in force on its rung (a rung's own ``token_prices``, else the
+    run's); None without prices."""
+
+
 class RunUsage(TypedDict):
     """What a run has spent so far (``out["usage"]``): kept in the checkpoint, so a resumed run
     goes on counting from it (``reactgraph.nodes.loop.middleware.budgets``)."""
@@ -178,20 +194,6 @@ class RunUsage(TypedDict):
     """A run with a model ladder (``escalate_to``): the tokens and cost above, split by the
     rung's name of the model that was called (a summary's call under its summarizer's: the
     run's model's name when it is the model itself). Absent without a ladder."""
-
-
-class ModelUsage(TypedDict):
-    """One model's share of a run's spend (``RunUsage.by_model``)."""
-
-    prompt_tokens: int
-    """Prompt tokens of its calls."""
-    completion_tokens: int
-    """Completion tokens of its calls."""
-    calls: int
-    """Its calls that were answered or counted (a call its server failed on is not)."""
-    cost: float | None
-    """Their cost at the prices in force on its rung (a rung's own ``token_prices``, else the
-    run's); None without prices."""
 
 
 class Escalation(TypedDict):

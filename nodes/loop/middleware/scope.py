@@ -63,7 +63,7 @@ def cost_of(
     )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Ledger:
     """What one node's run spent: every model call made (a middleware's retries and fallbacks,
     its own calls to a model too) and every tool call that started."""
@@ -79,6 +79,14 @@ class Ledger:
     by_model: dict[str, list[Any]] = field(default_factory=dict)
     """By the name a middleware gave the model called (``Scope.calling``): prompt and
     completion tokens, calls, cost (None: not priced). Calls of no such name are not in it."""
+
+    def __init__(self) -> None:
+        # Written out (one is made for every node's run): literals, not factories' calls.
+        self.prompt_tokens = self.completion_tokens = self.cache_read_tokens = 0
+        self.model_calls = 0
+        self.tool_calls = {}
+        self.cost = None
+        self.by_model = {}
 
     def model_call(
         self,
@@ -125,7 +133,7 @@ class Ledger:
         return split
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Scope:
     """One node's run, as its middleware share it: the node, the state it started from, its
     config, the run's settings, the graph's objects, what it spent, and by when its calls must
@@ -166,6 +174,32 @@ class Scope:
     asked: dict[str, tuple[str, Any]] = field(default_factory=dict, init=False)
     """By call id: each tool call as the node made it (name, arguments), before any
     middleware changed it (what a person's decision was given on)."""
+
+    def __init__(
+        self,
+        node: str,
+        state: Mapping[str, Any],
+        config: RunnableConfig,
+        settings: RunSettings,
+        deps: Deps,
+    ) -> None:
+        # Written out (one is made for every node's run): literals, not factories' calls.
+        self.node = node
+        self.state = state
+        self.config = config
+        self.settings = settings
+        self.deps = deps
+        self.ledger = Ledger()
+        self.started = time.monotonic()
+        self.deadline = self.calling = None
+        self.purpose = "turn"
+        self.on_retry = []
+        self.seconds = 0.0
+        self.counted = {}
+        self.chat_notes = []
+        self.lost_calls = {}
+        self.marks = {}
+        self.asked = {}
 
     def lost(self, message: Any, calls: int, prompt: int) -> None:
         """``calls`` earlier sendings of the call that ``message`` answers were lost to a kill:

@@ -222,10 +222,18 @@ class Chain:
                     loops[hook].append(m)
         self._with = {hook: tuple(every[hook]) for hook in HOOKS}
         self._own = {hook: tuple(loops[hook]) for hook in HOOKS}
-        # The hooks each node runs, in their (reverse) order once.
+        # The hooks each node runs, in their (reverse) order once; a hook only one middleware
+        # has is that middleware's own, called directly (no loop, no call of the chain's).
         self._settle = self._with["settle"][::-1]
         self._observe = self._with["observe"][::-1]
         self._entered = self._with["node_entered"]
+        for hook, found in (
+            ("settle", self._settle),
+            ("observe", self._observe),
+            ("node_entered", self._entered),
+        ):
+            if len(found) == 1:
+                setattr(self, hook, getattr(found[0], hook))
         # The wrappers of each call, innermost first (the loop's own alone too), each bound
         # once, with whether it is a generator function (its call is then the handler's body)
         # and the middleware's own ``wraps``, if it has one.
