@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langgraph.errors import GraphBubbleUp
@@ -68,20 +68,20 @@ class Ledger:
     """What one node's run spent: every model call made (a middleware's retries and fallbacks,
     its own calls to a model too) and every tool call that started."""
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_read_tokens: int = 0
+    prompt_tokens: int
+    completion_tokens: int
+    cache_read_tokens: int
     """Of the prompt tokens, those the provider read from its prefix cache."""
-    model_calls: int = 0
-    tool_calls: dict[str, int] = field(default_factory=dict)
-    cost: float | None = None
+    model_calls: int
+    tool_calls: dict[str, int]
+    cost: float | None
     """The calls' cost, each at the prices in force when it was made (None: none priced)."""
-    by_model: dict[str, list[Any]] = field(default_factory=dict)
+    by_model: dict[str, list[Any]]
     """By the name a middleware gave the model called (``Scope.calling``): prompt and
     completion tokens, calls, cost (None: not priced). Calls of no such name are not in it."""
 
     def __init__(self) -> None:
-        # Written out (one is made for every node's run): literals, not factories' calls.
+        # Every field starts here (one is made for every node's run).
         self.prompt_tokens = self.completion_tokens = self.cache_read_tokens = 0
         self.model_calls = 0
         self.tool_calls = {}
@@ -138,40 +138,38 @@ class Scope:
     """One node's run, as its middleware share it: the node, the state it started from, its
     config, the run's settings, the graph's objects, what it spent, and by when its calls must
     end (``deadline``, ``time.monotonic()``: a budget's time left; None when unbounded). Made
-    for every node's run: slotted, and given only its first five fields (the others start
-    empty), which keeps it cheap."""
+    for every node's run: slotted, and given only its first five fields (its ``__init__``
+    starts the others empty), which keeps it cheap."""
 
     node: str
     state: Mapping[str, Any]
     config: RunnableConfig
     settings: RunSettings
     deps: Deps
-    ledger: Ledger = field(default_factory=Ledger, init=False)
-    started: float = field(default_factory=time.monotonic, init=False)
+    ledger: Ledger
+    started: float
     """When the node's run began (``time.monotonic()``)."""
-    deadline: float | None = field(default=None, init=False)
-    purpose: str = field(default="turn", init=False)
+    deadline: float | None
+    purpose: str
     """What the node's model call is for: ``turn``, ``forced`` or ``summary``."""
-    on_retry: list[Callable[[int, BaseException, float], None]] = field(
-        default_factory=list, init=False
-    )
+    on_retry: list[Callable[[int, BaseException, float], None]]
     """Told of each retry of the model call in flight (the traces' chat span)."""
-    seconds: float = field(default=0.0, init=False)
+    seconds: float
     """The node's wall time, once its body is done (what ``settle`` counts)."""
-    counted: dict[int, tuple[Any, tuple[int, int, str]]] = field(default_factory=dict, init=False)
+    counted: dict[int, tuple[Any, tuple[int, int, str]]]
     """Each reply's tokens, counted once (the budgets, the traces and the turn record ask)."""
-    chat_notes: list[str] = field(default_factory=list, init=False)
+    chat_notes: list[str]
     """What a middleware has the chat view show after this node's messages (a budget's
     warning, which the model reads inside an Observation that chat clients fold away)."""
-    lost_calls: dict[int, tuple[Any, int]] = field(default_factory=dict, init=False)
+    lost_calls: dict[int, tuple[Any, int]]
     """By reply: the earlier sendings of its call a kill hid (counted with it)."""
-    calling: str | None = field(default=None, init=False)
+    calling: str | None
     """The name a middleware gave the model of the call in flight (the model ladder's rung),
     by which the spend is split (``Ledger.by_model``); None: not split."""
-    marks: dict[str, Any] = field(default_factory=dict, init=False)
+    marks: dict[str, Any]
     """What a middleware keeps between its hooks for this node's run (what a call decided
     that its ``settle`` then writes), under keys of its own."""
-    asked: dict[str, tuple[str, Any]] = field(default_factory=dict, init=False)
+    asked: dict[str, tuple[str, Any]]
     """By call id: each tool call as the node made it (name, arguments), before any
     middleware changed it (what a person's decision was given on)."""
 
@@ -183,7 +181,7 @@ class Scope:
         settings: RunSettings,
         deps: Deps,
     ) -> None:
-        # Written out (one is made for every node's run): literals, not factories' calls.
+        # Every field but the first five starts here (one is made for every node's run).
         self.node = node
         self.state = state
         self.config = config
